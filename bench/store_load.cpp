@@ -1,12 +1,14 @@
 // Load generator for TCPStore servers (ours and PyTorch's), speaking the 1.13 numbering
 // that both understand. One thread, Boost.Asio, so thousands of clients cost no threads.
 //
-//   store_load ops   --port P --op set|get|add --clients N --seconds S
+//   store_load ops   --port P --op set|get|add --clients N --seconds S [--depth D]
 //   store_load storm --port P --clients N [--connect_window W] [--timeout_s T]
 //
 // Prints one JSON object on stdout. `set` is SET followed by GETNUMKEYS (SET has no reply,
 // so the pair is one synchronous round trip); `get` reads an existing 64-byte value
-// (the GET half of torch's get); `add` is ADD +1 on one counter.
+// (the GET half of torch's get); `add` is ADD +1 on one counter. --depth D keeps D requests
+// in flight per client (written together, then D replies read); 1, the default, is the
+// closed loop every PyTorch client runs.
 #include <fmt/core.h>
 #include <sys/resource.h>
 
@@ -35,6 +37,7 @@ struct Args {
   int port = 0;
   std::string op = "get";
   int clients = 1;
+  int depth = 1;
   double seconds = 3;
   int connect_window = 2048;
   double timeout_s = 120;
@@ -55,6 +58,8 @@ Args parse(int argc, char** argv) {
       a.op = v;
     else if (k == "--clients")
       a.clients = std::stoi(v);
+    else if (k == "--depth")
+      a.depth = std::stoi(v);
     else if (k == "--seconds")
       a.seconds = std::stod(v);
     else if (k == "--connect_window")
@@ -98,9 +103,14 @@ std::size_t raise_nofile() {
 // --- ops: N clients in closed loops for S seconds -----------------------------------
 
 struct OpsClient : std::enable_shared_from_this<OpsClient> {
-  OpsClient(asio::io_context& io, std::string request, std::size_t reply_size,
+  OpsClient(asio::io_context& io, std::string request, std::size_t reply_size, int depth,
             const Clock::time_point& end, long long& ops)
-      : socket(io), request(std::move(request)), reply(reply_size), end(end), ops(ops) {}
+      : socket(io),
+        request(std::move(request)),
+        reply(reply_size),
+        depth(depth),
+        end(end),
+        ops(ops) {}
 
   void loop() {
     asio::async_write(socket, asio::buffer(request),
@@ -110,7 +120,7 @@ struct OpsClient : std::enable_shared_from_this<OpsClient> {
                                          [self](boost::system::error_code ec2, std::size_t) {
                                            if (ec2)
                                              throw std::runtime_error("read: " + ec2.message());
-                                           ++self->ops;
+                                           self->ops += self->depth;
                                            if (Clock::now() < self->end) self->loop();
                                          });
                       });
@@ -119,6 +129,7 @@ struct OpsClient : std::enable_shared_from_this<OpsClient> {
   tcp::socket socket;
   std::string request;
   std::vector<char> reply;
+  int depth;
   const Clock::time_point& end;
   long long& ops;
 };
@@ -143,6 +154,10 @@ int run_ops(const Args& a) {
   } else {
     throw std::runtime_error("--op must be set, get or add");
   }
+  if (a.depth < 1) throw std::runtime_error("--depth must be at least 1");
+  std::string one_request = std::move(request);
+  for (int i = 0; i < a.depth; ++i) request += one_request;
+  reply_size *= static_cast<std::size_t>(a.depth);
   {
     // The value GET reads; synchronous setup.
     tcp::socket s(io);
@@ -157,7 +172,7 @@ int run_ops(const Args& a) {
   Clock::time_point end = Clock::time_point::max();
   std::vector<std::shared_ptr<OpsClient>> clients;
   for (int i = 0; i < a.clients; ++i) {
-    auto c = std::make_shared<OpsClient>(io, request, reply_size, end, ops);
+    auto c = std::make_shared<OpsClient>(io, request, reply_size, a.depth, end, ops);
     c->socket.connect(ep);
     c->socket.set_option(tcp::no_delay(true));
     clients.push_back(c);
@@ -173,9 +188,9 @@ int run_ops(const Args& a) {
   }
   double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   fmt::print(
-      "{{\"mode\": \"ops\", \"op\": \"{}\", \"clients\": {}, \"ops\": {}, \"seconds\": {:.3f}, "
-      "\"ops_per_s\": {:.1f}}}\n",
-      a.op, a.clients, ops, elapsed, static_cast<double>(ops) / elapsed);
+      "{{\"mode\": \"ops\", \"op\": \"{}\", \"clients\": {}, \"depth\": {}, \"ops\": {}, "
+      "\"seconds\": {:.3f}, \"ops_per_s\": {:.1f}}}\n",
+      a.op, a.clients, a.depth, ops, elapsed, static_cast<double>(ops) / elapsed);
   return 0;
 }
 
