@@ -2,15 +2,18 @@
 """Store benchmark: xlaunch's store vs PyTorch 1.13's own TCPStore server, in one run.
 
 Usage: bench/store_bench.py [--build build/release] [--seconds 2] [--repeat 3]
-                            [--clients 1,8,64] [--storm 1000,4000,16000] [--idle 2000]
-                            [--source_ips 8] [--json out.json]
+                            [--clients 1,8,64] [--depths 1,16] [--storm 1000,4000,16000]
+                            [--idle 10000] [--source_ips 8] [--pin] [--json out.json]
 
 Both servers run on 127.0.0.1 as separate processes: `xlaunch store serve --port 0` and
 `TCPStore(is_master=True)` in a /usr/bin/python3 subprocess. The same C++ load generator
-(bench/store_load.cpp) drives both. Measures set/get/add ops/s with 1, 8, 64 clients; a
-connect storm (N clients each ADD then WAIT on a key the last one sets; time until all are
-released); and server RSS per idle connection. Prints a Markdown table with ratios.
-This is a benchmark, not a test: it asserts nothing.
+(bench/store_load.cpp) drives both. Measures set/get/add ops/s with 1, 8, 64 clients, each
+keeping 1 request in flight (what PyTorch clients do) or more (--depths); a connect storm (N
+clients each ADD then WAIT on a key the last one sets; time until all are released); and
+server RSS per idle connection. A third server, bench/null_store.cpp (decodes and answers
+requests, keeps no map), runs the ops measures too: its numbers are the ceiling any
+single-threaded server can reach here, so "ceiling / torch" is the most a ratio can be.
+Prints a Markdown table with ratios. This is a benchmark, not a test: it asserts nothing.
 """
 import argparse
 import json
@@ -114,12 +117,112 @@ def load(binary, *args):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def ops_measures(args):
+    """(op, clients, depth) of every ops measure, in table order."""
+    return [(op, n, d) for d in map(int, args.depths.split(","))
+            for op in ("set", "get", "add") for n in map(int, args.clients.split(","))]
+
+
+def run_ops(servers, args, store_load, results):
+    for op, n, depth in ops_measures(args):
+        key = f"{op}_{n}_d{depth}"
+        # Servers alternate run by run and the median counts, so a burst of load from
+        # elsewhere on the machine skews no side much.
+        runs = {s.name: [] for s in servers}
+        for _ in range(args.repeat):
+            for s in servers:
+                cpu0 = cpu_seconds(s.proc.pid)
+                res = load(store_load, "ops", "--port", s.port, "--op", op, "--clients", n,
+                           "--depth", depth, "--seconds", args.seconds)
+                cpu = cpu_seconds(s.proc.pid) - cpu0
+                runs[s.name].append((res["ops_per_s"], cpu * 1e6 / max(res["ops"], 1)))
+        for s in servers:
+            r = results["servers"][s.name]
+            r[key] = statistics.median(x[0] for x in runs[s.name])
+            r[f"{key}_cpu_us_per_op"] = statistics.median(x[1] for x in runs[s.name])
+            r[f"{key}_runs"] = runs[s.name]
+            print(f"{s.name}: {op} x{n} depth {depth}: {r[key]:.0f} ops/s, "
+                  f"server CPU {r[f'{key}_cpu_us_per_op']:.2f} us/op", file=sys.stderr)
+
+
+def run_storms(servers, args, store_load, results):
+    for n in map(int, args.storm.split(",")):
+        for s in servers:
+            # A server that fails a storm gets one more try at half the size, and the
+            # table says so.
+            size, failures = n, []
+            while True:
+                try:
+                    res = load(store_load, "storm", "--port", s.port, "--clients", size,
+                               "--timeout_s", 300, "--source_ips", args.source_ips)
+                    break
+                except RuntimeError as e:
+                    failures.append(f"{size} clients: {str(e).splitlines()[-1][-200:]}")
+                    if size < n or s.proc.poll() is not None:
+                        res = {"failed": "; ".join(failures)}
+                        break
+                    size //= 2
+            if failures:
+                res["failures"] = failures
+            results["servers"][s.name][f"storm_{n}"] = res
+            print(f"{s.name}: storm {n}: {res}", file=sys.stderr)
+
+
+def ratio(better, worse):
+    return f"{better / worse:.2f}x" if better > 0 and worse > 0 else "n/a"
+
+
+def table(args, results, skip):
+    ours, theirs = results["servers"]["xlaunch"], results["servers"]["torch-1.13"]
+    ceiling = results["servers"].get("no-store ceiling", {})
+    lines = ["| measure | xlaunch | torch 1.13 | xlaunch / torch | ceiling | ceiling / torch |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    measures = ops_measures(args) if "ops" not in skip else []
+    for op, n, depth in measures:
+        key = f"{op}_{n}_d{depth}"
+        a, b, c = ours[key], theirs[key], ceiling.get(key, 0)
+        lines.append(f"| {op} ops/s, {n} clients, depth {depth} | {a:,.0f} | {b:,.0f} | "
+                     f"{ratio(a, b)} | {c:,.0f} | {ratio(c, b)} |")
+    for op, n, depth in measures:
+        key = f"{op}_{n}_d{depth}_cpu_us_per_op"
+        a, b, c = ours[key], theirs[key], ceiling.get(key, 0)
+        # Less CPU is better, so the ratios are torch / xlaunch and torch / ceiling.
+        lines.append(f"| server CPU per {op}, {n} clients, depth {depth} | {a:.2f} us | "
+                     f"{b:.2f} us | {ratio(b, a)} | {c:.2f} us | {ratio(b, c)} |")
+
+    def cell(r, n):
+        if "failed" in r:
+            return f"failed ({r['failed']})"
+        txt = (f"{r['seconds']:.3f} s (release {r['release_s']:.3f} s)" if not r["timed_out"]
+               else f"timed out ({r['released']} released)")
+        if r["clients"] != n:
+            txt += f" (only {r['clients']} clients"
+            txt += f"; failed at {r['failures'][0]})" if r.get("failures") else ")"
+        return txt
+
+    def comparable(r, n):
+        return "failed" not in r and not r["timed_out"] and r["clients"] == n
+
+    for n in map(int, args.storm.split(",")) if "storm" not in skip else ():
+        a, b = ours[f"storm_{n}"], theirs[f"storm_{n}"]
+        r = ratio(b["seconds"], a["seconds"]) if comparable(a, n) and comparable(b, n) else "n/a"
+        lines.append(f"| storm {n}: ADD+WAIT, all released | {cell(a, n)} | {cell(b, n)} | "
+                     f"{r} | | |")
+    if "idle" not in skip:
+        a, b = ours["rss_bytes_per_idle_conn"], theirs["rss_bytes_per_idle_conn"]
+        lines.append(f"| RSS per idle connection ({args.idle} conns) | {a:,.0f} B | {b:,.0f} B | "
+                     f"{ratio(b, a)} | | |")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=str(ROOT / "build/release"))
     ap.add_argument("--seconds", type=float, default=2)
     ap.add_argument("--repeat", type=int, default=3, help="runs per measure; the median counts")
     ap.add_argument("--clients", default="1,8,64")
+    ap.add_argument("--depths", default="1,16",
+                    help="requests in flight per client; 1 is what PyTorch clients do")
     ap.add_argument("--storm", default="1000,4000,16000")
     ap.add_argument("--idle", type=int, default=10000)
     # One source address has ~28k ephemeral ports and the kernel's free-port search
@@ -134,11 +237,12 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     build = pathlib.Path(args.build)
-    xlaunch = build / "cli/xlaunch"
-    store_load = build / "bench/store_load"
-    for p in (xlaunch, store_load):
+    xlaunch, store_load, null_store = (build / "cli/xlaunch", build / "bench/store_load",
+                                       build / "bench/null_store")
+    for p in (xlaunch, store_load, null_store):
         if not p.exists():
-            sys.exit(f"store_bench: {p} not found; build the xlaunch and store_load targets")
+            sys.exit(f"store_bench: {p} not found; build the xlaunch, store_load and null_store "
+                     "targets")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     global SERVER_CPUS, LOAD_CPUS
@@ -148,94 +252,27 @@ def main():
 
     servers = [Server("xlaunch", [str(xlaunch), "store", "serve", "--port", "0"]),
                Server("torch-1.13", ["/usr/bin/python3", "-c", TORCH_SERVER])]
+    ceiling = Server("no-store ceiling", [str(null_store)])
     results = {"machine": {"cpus": os.cpu_count(), "nofile_hard": hard,
-                           "pinned": bool(SERVER_CPUS)}, "servers": {}}
+                           "loadavg_before": os.getloadavg(), "pinned": bool(SERVER_CPUS)},
+               "servers": {s.name: {} for s in servers + [ceiling]}}
+    skip = set(filter(None, args.skip.split(",")))
     try:
-        skip = set(filter(None, args.skip.split(",")))
-        for s in servers:
-            r = results["servers"].setdefault(s.name, {})
-            if "idle" in skip:
-                continue
+        for s in servers if "idle" not in skip else ():
+            r = results["servers"][s.name]
             r["rss_bytes_per_idle_conn"] = idle_rss(s, args.idle)
             print(f"{s.name}: idle RSS/conn {r['rss_bytes_per_idle_conn']:.0f} B", file=sys.stderr)
-        for op in ("set", "get", "add") if "ops" not in skip else ():
-            for n in map(int, args.clients.split(",")):
-                # Servers alternate run by run and the median counts, so a burst of load
-                # from elsewhere on the machine skews neither side much.
-                runs = {s.name: [] for s in servers}
-                for _ in range(args.repeat):
-                    for s in servers:
-                        cpu0 = cpu_seconds(s.proc.pid)
-                        res = load(store_load, "ops", "--port", s.port, "--op", op,
-                                   "--clients", n, "--seconds", args.seconds)
-                        cpu = cpu_seconds(s.proc.pid) - cpu0
-                        runs[s.name].append((res["ops_per_s"], cpu * 1e6 / max(res["ops"], 1)))
-                for s in servers:
-                    r = results["servers"][s.name]
-                    r[f"{op}_{n}"] = statistics.median(x[0] for x in runs[s.name])
-                    r[f"{op}_{n}_cpu_us_per_op"] = statistics.median(x[1] for x in runs[s.name])
-                    r[f"{op}_{n}_runs"] = runs[s.name]
-                    print(f"{s.name}: {op} x{n}: {r[f'{op}_{n}']:.0f} ops/s, "
-                          f"server CPU {r[f'{op}_{n}_cpu_us_per_op']:.2f} us/op", file=sys.stderr)
-        for n in map(int, args.storm.split(",")) if "storm" not in skip else ():
-            for s in servers:
-                # A server that fails a storm gets one more try at half the size, and the
-                # table says so.
-                size, failures = n, []
-                while True:
-                    try:
-                        res = load(store_load, "storm", "--port", s.port, "--clients", size,
-                                   "--timeout_s", 300, "--source_ips", args.source_ips)
-                        break
-                    except RuntimeError as e:
-                        failures.append(f"{size} clients: {str(e).splitlines()[-1][-200:]}")
-                        if size < n or s.proc.poll() is not None:
-                            res = {"failed": "; ".join(failures)}
-                            break
-                        size //= 2
-                if failures:
-                    res["failures"] = failures
-                results["servers"][s.name][f"storm_{n}"] = res
-                print(f"{s.name}: storm {n}: {res}", file=sys.stderr)
+        if "ops" not in skip:
+            run_ops(servers + [ceiling], args, store_load, results)
+        if "storm" not in skip:
+            run_storms(servers, args, store_load, results)
     finally:
-        for s in servers:
+        for s in servers + [ceiling]:
             s.stop()
-
-    ours, theirs = results["servers"]["xlaunch"], results["servers"]["torch-1.13"]
-    lines = ["| measure | xlaunch | torch 1.13 | ratio (better / worse as x faster or x smaller) |",
-             "| --- | ---: | ---: | ---: |"]
-    for op in ("set", "get", "add") if "ops" not in skip else ():
-        for n in map(int, args.clients.split(",")):
-            a, b = ours[f"{op}_{n}"], theirs[f"{op}_{n}"]
-            lines.append(f"| {op} ops/s, {n} clients | {a:,.0f} | {b:,.0f} | {a / b:.2f}x |")
-    for op in ("set", "get", "add") if "ops" not in skip else ():
-        for n in map(int, args.clients.split(",")):
-            a, b = ours[f"{op}_{n}_cpu_us_per_op"], theirs[f"{op}_{n}_cpu_us_per_op"]
-            lines.append(f"| server CPU per {op}, {n} clients | {a:.2f} us | {b:.2f} us | "
-                         f"{b / a:.2f}x |" if a > 0 else f"| server CPU per {op}, {n} clients | ~0 | {b:.2f} us | n/a |")
-    for n in map(int, args.storm.split(",")) if "storm" not in skip else ():
-        a, b = ours[f"storm_{n}"], theirs[f"storm_{n}"]
-        def cell(r):
-            if "failed" in r:
-                return f"failed ({r['failed']})"
-            txt = (f"{r['seconds']:.3f} s (release {r['release_s']:.3f} s)" if not r["timed_out"]
-                   else f"timed out ({r['released']} released)")
-            if r["clients"] != n:
-                txt += f" (only {r['clients']} clients"
-                txt += f"; failed at {r['failures'][0]})" if r.get("failures") else ")"
-            return txt
-
-        def comparable(r):
-            return "failed" not in r and not r["timed_out"] and r["clients"] == n
-        ratio = f"{b['seconds'] / a['seconds']:.2f}x" if comparable(a) and comparable(b) else "n/a"
-        lines.append(f"| storm {n}: ADD+WAIT, all released | {cell(a)} | {cell(b)} | {ratio} |")
-    a, b = ours.get("rss_bytes_per_idle_conn", 0), theirs.get("rss_bytes_per_idle_conn", 0)
-    lines.append(f"| RSS per idle connection ({args.idle} conns) | {a:,.0f} B | {b:,.0f} B | "
-                 f"{b / a:.2f}x |" if a > 0 else f"| RSS per idle connection | {a:.0f} B | {b:.0f} B | n/a |")
-    print("\n".join(lines))
+    results["machine"]["loadavg_after"] = os.getloadavg()
+    print(table(args, results, skip))
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=2))
-
 
 if __name__ == "__main__":
     main()
