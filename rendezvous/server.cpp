@@ -1,6 +1,8 @@
-// StoreServer: Boost.Asio, one io_context on one thread. Connections read into a shared
-// scratch buffer and keep only the bytes of an incomplete request, so an idle connection
-// costs a socket and a few hundred bytes.
+// StoreServer: Boost.Asio, one io_context on one thread. Client sockets live in a
+// level-triggered epoll set (ReadySet) whose descriptor the loop waits on: each wake-up
+// takes every ready socket at once, requests need no re-registration, and an idle
+// connection costs its socket and a small Connection. Reads go to a shared scratch buffer;
+// a connection keeps only the bytes of an incomplete request and its unsent replies.
 #include <fmt/core.h>
 #include <sys/socket.h>
 
@@ -16,6 +18,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "rendezvous/ready_set.hpp"
 #include "rendezvous/socket_posix.hpp"
 #include "rendezvous/store_error.hpp"
 #include "rendezvous/store_server.hpp"
@@ -27,26 +30,48 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 namespace {
-// The io_context's own executor type instead of the default polymorphic any_io_executor:
-// each socket and each pending operation gets smaller, and idle connections add up.
-using PeerSocket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
 // Stop reading from a client whose unread replies pile up beyond this.
 constexpr std::size_t kMaxQueuedOutput = 16 * 1024 * 1024;
-// Give back a big request's buffer once it has been handled.
+// Give back a big request's or reply's buffer once it has been handled.
 constexpr std::size_t kKeepBufferBytes = 256 * 1024;
+// Ready sockets taken per wake-up; more wait for the next round, after other work.
+constexpr std::size_t kReadyBatch = 256;
 }  // namespace
 
-class Connection;
+struct Connection {
+  Connection(int fd, ConnId id, const CodecLimits& limits, Dialect legacy_default)
+      : fd(fd), id(id), decoder(limits, legacy_default) {}
 
-// The server's state; ServerCore is this (Impl itself is private to StoreServer).
+  std::size_t unsent() const { return out.size() - sent; }
+
+  int fd;
+  ConnId id;
+  RequestDecoder decoder;
+  std::vector<std::uint8_t> partial;  // bytes of a request not complete yet
+  std::size_t need = 1;               // don't decode again before this many bytes
+  std::string out;                    // replies; out[0, sent) is already written
+  std::size_t sent = 0;
+  bool watching_write = false;  // the ready set reports this socket writable
+  bool paused = false;          // not reading: too many unsent replies
+};
+
+// The server's state; StoreServer::Impl is this (Impl itself is private to StoreServer).
 struct ServerCore {
   ServerCore(ListeningSocket socket, ServerOptions opts);
+  ~ServerCore() { close_all(); }
 
   void log(const std::string& message) {
     fmt::print(stderr, "{}: {}\n", options.log_prefix, message);
   }
   void accept();
   void on_acceptable(const boost::system::error_code& ec);
+  void wait_ready();
+  void on_ready();
+  // Each returns false when it closed `c` (which is then gone: do not touch it).
+  bool on_readable(Connection& c);
+  bool process(Connection& c, std::span<const std::uint8_t> data, std::size_t& used);
+  bool flush(Connection& c);
+  void close(Connection& c, const std::string& reason);
   void deliver(const Effects& fx, ConnId self);
   void update_counters();
   void close_all();
@@ -60,13 +85,17 @@ struct ServerCore {
   tcp::acceptor acceptor{io};
   tcp protocol = tcp::v4();
   asio::steady_timer accept_retry{io};
+  ReadySet ready;
+  // Borrows ready.fd() (released, never closed, by close_all).
+  asio::posix::stream_descriptor ready_watch{io};
   std::uint16_t port = 0;
   std::thread thread;
   bool stopped = false;
 
   // Owned by the io thread.
   StoreState state;
-  std::unordered_map<ConnId, std::shared_ptr<Connection>> conns;
+  // Node-based: a Connection& stays valid while others are added or closed.
+  std::unordered_map<ConnId, Connection> conns;
   ConnId next_id = 1;
   std::array<std::uint8_t, 64 * 1024> scratch{};
   Request request;  // decoded requests are handled one at a time, so one is shared
@@ -77,173 +106,6 @@ struct ServerCore {
   std::atomic<std::size_t> num_keys{0};
   std::atomic<std::size_t> num_conns{0};
   std::atomic<std::size_t> num_parked{0};
-};
-
-class Connection : public std::enable_shared_from_this<Connection> {
- public:
-  Connection(ServerCore& server, PeerSocket socket, ConnId id)
-      : server_(server),
-        socket_(std::move(socket)),
-        id_(id),
-        decoder_(server.codec_limits, server.legacy_default) {}
-
-  void start() {
-    boost::system::error_code ec;
-    socket_.set_option(tcp::no_delay(true), ec);
-    socket_.non_blocking(true, ec);
-    arm_read();
-  }
-
-  /// Queues bytes for this client; sent by flush().
-  void queue(std::string_view bytes) { pending_.append(bytes); }
-
-  void flush() {
-    if (closed_ || writing_ || pending_.empty()) return;
-    boost::system::error_code ec;
-    std::size_t n = socket_.write_some(asio::buffer(pending_), ec);
-    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
-      close({});
-      return;
-    }
-    pending_.erase(0, n);
-    if (pending_.empty()) return;
-    writing_ = true;
-    inflight_.swap(pending_);
-    asio::async_write(socket_, asio::buffer(inflight_),
-                      [self = shared_from_this()](const boost::system::error_code& ec,
-                                                  std::size_t) { self->on_written(ec); });
-  }
-
-  /// Closes the socket and forgets the connection; logs `reason` unless it is empty.
-  void close(const std::string& reason) {
-    if (closed_) return;
-    closed_ = true;
-    if (!reason.empty()) {
-      server_.log(fmt::format("closing connection {} from {} ({} protocol): {}", id_, peer(),
-                              dialect_name(decoder_.dialect()), reason));
-    }
-    boost::system::error_code ec;
-    socket_.close(ec);
-    server_.state.disconnect(id_);
-    server_.update_counters();
-    server_.conns.erase(id_);  // pending handlers still hold a reference
-    server_.num_conns.store(server_.conns.size(), std::memory_order_relaxed);
-  }
-
- private:
-  // Looked up only when logging: idle connections should stay small.
-  std::string peer() const {
-    boost::system::error_code ec;
-    tcp::endpoint remote = socket_.remote_endpoint(ec);
-    if (ec) return "?";
-    return fmt::format("{}:{}", remote.address().to_string(), remote.port());
-  }
-
-  void arm_read() {
-    if (closed_ || reading_) return;
-    if (pending_.size() + inflight_.size() > kMaxQueuedOutput) return;  // resumed in on_written
-    reading_ = true;
-    socket_.async_wait(PeerSocket::wait_read,
-                       [self = shared_from_this()](const boost::system::error_code& ec) {
-                         self->on_readable(ec);
-                       });
-  }
-
-  void on_written(const boost::system::error_code& ec) {
-    writing_ = false;
-    inflight_.clear();
-    if (closed_) return;
-    if (ec) {
-      close({});
-      return;
-    }
-    flush();
-    arm_read();
-  }
-
-  void on_readable(const boost::system::error_code& ec) {
-    reading_ = false;
-    if (closed_) return;
-    if (ec) {
-      close({});
-      return;
-    }
-    boost::system::error_code rec;
-    std::size_t n = socket_.read_some(asio::buffer(server_.scratch), rec);
-    if (rec == asio::error::would_block || rec == asio::error::try_again) {
-      arm_read();
-      return;
-    }
-    if (rec) {
-      close({});  // EOF or reset: a client going away is normal, even mid-request
-      return;
-    }
-    std::span<const std::uint8_t> data(server_.scratch.data(), n);
-    if (!partial_.empty()) {
-      partial_.insert(partial_.end(), data.begin(), data.end());
-      data = partial_;
-    }
-    std::size_t used = process(data);
-    if (closed_) return;
-    if (data.data() == partial_.data()) {
-      partial_.erase(partial_.begin(), partial_.begin() + static_cast<std::ptrdiff_t>(used));
-      if (partial_.empty() && partial_.capacity() > kKeepBufferBytes) {
-        std::vector<std::uint8_t>().swap(partial_);
-      }
-    } else {
-      partial_.assign(data.begin() + static_cast<std::ptrdiff_t>(used), data.end());
-    }
-    server_.update_counters();
-    flush();
-    if (n == server_.scratch.size() && !closed_ && !reading_ &&
-        pending_.size() + inflight_.size() <= kMaxQueuedOutput) {
-      // The read filled the buffer, so more is probably waiting: read again without
-      // waiting for readiness, but after the other connections' queued work (fairness).
-      reading_ = true;
-      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->on_readable({}); });
-      return;
-    }
-    arm_read();
-  }
-
-  // Handles every complete request at the front of `data`; returns the bytes used.
-  std::size_t process(std::span<const std::uint8_t> data) {
-    std::size_t pos = 0;
-    std::string error;
-    while (!closed_ && data.size() - pos >= need_) {
-      Request& request = server_.request;
-      DecodeResult res = decoder_.decode(data.subspan(pos), request);
-      if (res.status == DecodeStatus::NeedMore) {
-        need_ = res.size;
-        break;
-      }
-      if (res.status == DecodeStatus::Malformed) {
-        close(decoder_.error());
-        return pos;
-      }
-      need_ = 1;
-      Effects fx;
-      if (!server_.state.apply(id_, decoder_.dialect(), request, pending_, fx, error)) {
-        close(error);
-        return pos;
-      }
-      pos += res.size;
-      if (!fx.woken.empty() || !fx.notifications.empty()) server_.deliver(fx, id_);
-    }
-    return pos;
-  }
-
-  ServerCore& server_;
-  PeerSocket socket_;
-  ConnId id_;
-  RequestDecoder decoder_;
-  std::vector<std::uint8_t> partial_;  // bytes of a request not complete yet
-  std::size_t need_ = 1;               // don't decode again before this many bytes
-  std::string pending_;                // replies not yet handed to the socket
-  std::string inflight_;               // replies being written by async_write
-  bool reading_ = false;
-  bool writing_ = false;
-  bool closed_ = false;
 };
 
 ServerCore::ServerCore(ListeningSocket socket, ServerOptions opts)
@@ -262,6 +124,7 @@ ServerCore::ServerCore(ListeningSocket socket, ServerOptions opts)
   protocol = addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4();
   acceptor.assign(protocol, fd, ec);
   if (!ec) acceptor.non_blocking(true, ec);
+  if (!ec) ready_watch.assign(ready.fd(), ec);
   if (ec) throw StoreError(fmt::format("store on port {}: {}", port, ec.message()));
 }
 
@@ -303,20 +166,135 @@ void ServerCore::on_acceptable(const boost::system::error_code& ec) {
       close_fd(fd);
       continue;
     }
-    PeerSocket socket(io.get_executor());
-    boost::system::error_code aec;
-    socket.assign(protocol, fd, aec);
-    if (aec) {
+    ConnId id = next_id++;
+    if (int err = ready.add(fd, id); err != 0) {
+      if (accept_errors++ % 1000 == 0) {
+        log(fmt::format("cannot watch a new connection: {} (see fs.epoll.max_user_watches)",
+                        std::strerror(err)));
+      }
       close_fd(fd);
       continue;
     }
-    ConnId id = next_id++;
-    auto conn = std::make_shared<Connection>(*this, std::move(socket), id);
-    conns.emplace(id, conn);
+    conns.try_emplace(id, fd, id, codec_limits, legacy_default);
     num_conns.store(conns.size(), std::memory_order_relaxed);
-    conn->start();
   }
   asio::post(io, [this] { on_acceptable({}); });
+}
+
+void ServerCore::wait_ready() {
+  ready_watch.async_wait(asio::posix::stream_descriptor::wait_read,
+                         [this](const boost::system::error_code& ec) {
+                           if (!ec) on_ready();
+                         });
+}
+
+void ServerCore::on_ready() {
+  std::array<ReadySet::Event, kReadyBatch> events;
+  std::size_t n = ready.take_ready(events);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto it = conns.find(events[i].tag);
+    if (it == conns.end()) continue;  // closed earlier in this batch
+    Connection& c = it->second;
+    if (events[i].writable && !flush(c)) continue;
+    // A paused socket is watched for writing only, so "readable" means a hang-up or an
+    // error there, which the write finds.
+    if (events[i].readable) c.paused ? flush(c) : on_readable(c);
+  }
+  update_counters();
+  if (n == events.size()) {
+    // Probably more ready: take them after the other queued work (accepts, clear()).
+    asio::post(io, [this] { on_ready(); });
+    return;
+  }
+  wait_ready();
+}
+
+bool ServerCore::on_readable(Connection& c) {
+  Transfer got = read_some(c.fd, scratch);
+  if (got.state == Transfer::WouldBlock) return true;
+  if (got.state == Transfer::Closed) {
+    close(c, {});  // EOF or reset: a client going away is normal, even mid-request
+    return false;
+  }
+  std::span<const std::uint8_t> data(scratch.data(), got.bytes);
+  if (!c.partial.empty()) {
+    c.partial.insert(c.partial.end(), data.begin(), data.end());
+    data = c.partial;
+  }
+  std::size_t used = 0;
+  if (!process(c, data, used)) return false;
+  if (data.data() == c.partial.data()) {
+    c.partial.erase(c.partial.begin(), c.partial.begin() + static_cast<std::ptrdiff_t>(used));
+    if (c.partial.empty() && c.partial.capacity() > kKeepBufferBytes) {
+      std::vector<std::uint8_t>().swap(c.partial);
+    }
+  } else {
+    c.partial.assign(data.begin() + static_cast<std::ptrdiff_t>(used), data.end());
+  }
+  return flush(c);
+}
+
+// Handles every complete request at the front of `data`; `used` = the bytes they took.
+bool ServerCore::process(Connection& c, std::span<const std::uint8_t> data, std::size_t& used) {
+  std::string error;
+  while (data.size() - used >= c.need) {
+    DecodeResult res = c.decoder.decode(data.subspan(used), request);
+    if (res.status == DecodeStatus::NeedMore) {
+      c.need = res.size;
+      break;
+    }
+    if (res.status == DecodeStatus::Malformed) {
+      close(c, c.decoder.error());
+      return false;
+    }
+    c.need = 1;
+    Effects fx;
+    if (!state.apply(c.id, c.decoder.dialect(), request, c.out, fx, error)) {
+      close(c, error);
+      return false;
+    }
+    used += res.size;
+    if (!fx.woken.empty() || !fx.notifications.empty()) deliver(fx, c.id);
+  }
+  return true;
+}
+
+// Writes what the socket takes now; the ready set reports when it takes more.
+bool ServerCore::flush(Connection& c) {
+  if (c.unsent() > 0) {
+    Transfer put = write_some(c.fd, std::string_view(c.out).substr(c.sent));
+    if (put.state == Transfer::Closed) {
+      close(c, {});
+      return false;
+    }
+    c.sent += put.bytes;
+  }
+  if (c.unsent() == 0) {
+    c.sent = 0;
+    c.out.clear();
+    if (c.out.capacity() > kKeepBufferBytes) std::string().swap(c.out);
+  }
+  bool want_write = c.unsent() > 0;
+  bool pause = c.unsent() > kMaxQueuedOutput;
+  if (want_write != c.watching_write || pause != c.paused) {
+    c.watching_write = want_write;
+    c.paused = pause;
+    ready.watch(c.fd, c.id, !pause, want_write);
+  }
+  return true;
+}
+
+// Closes the socket and forgets the connection; logs `reason` unless it is empty.
+void ServerCore::close(Connection& c, const std::string& reason) {
+  if (!reason.empty()) {
+    log(fmt::format("closing connection {} from {} ({} protocol): {}", c.id, peer_address(c.fd),
+                    dialect_name(c.decoder.dialect()), reason));
+  }
+  ConnId id = c.id;
+  close_fd(c.fd);  // also leaves the ready set
+  state.disconnect(id);
+  conns.erase(id);
+  num_conns.store(conns.size(), std::memory_order_relaxed);
 }
 
 void ServerCore::deliver(const Effects& fx, ConnId self) {
@@ -324,14 +302,14 @@ void ServerCore::deliver(const Effects& fx, ConnId self) {
   for (ConnId id : fx.woken) {
     auto it = conns.find(id);
     if (it == conns.end()) continue;
-    it->second->queue(std::string_view(&stop, 1));
-    if (id != self) it->second->flush();
+    it->second.out.push_back(stop);
+    if (id != self) flush(it->second);
   }
   for (const auto& [id, bytes] : fx.notifications) {
     auto it = conns.find(id);
     if (it == conns.end()) continue;
-    it->second->queue(bytes);
-    if (id != self) it->second->flush();
+    it->second.out += bytes;
+    if (id != self) flush(it->second);
   }
 }
 
@@ -344,8 +322,8 @@ void ServerCore::close_all() {
   boost::system::error_code ec;
   acceptor.close(ec);
   accept_retry.cancel();
-  auto all = conns;  // close() erases from conns
-  for (auto& [id, conn] : all) conn->close({});
+  if (ready_watch.is_open()) ready_watch.release();
+  for (auto& [id, c] : conns) close_fd(c.fd);
   conns.clear();
   num_conns.store(0);
 }
@@ -353,7 +331,7 @@ void ServerCore::close_all() {
 void ServerCore::clear_now() {
   for (ConnId id : state.clear()) {
     auto it = conns.find(id);
-    if (it != conns.end()) it->second->close({});
+    if (it != conns.end()) close(it->second, {});
   }
   update_counters();
 }
@@ -371,6 +349,7 @@ void StoreServer::start() {
   if (impl_->thread.joinable() || impl_->stopped) return;
   raise_open_file_limit();
   impl_->accept();
+  impl_->wait_ready();
   impl_->thread = std::thread([impl = impl_.get()] {
     for (;;) {
       try {

@@ -444,6 +444,34 @@ TEST_CASE("a burst far larger than one read is fully processed with no further t
   CHECK(raw.recv(8) == i64_bytes(2000));
 }
 
+TEST_CASE("a client that does not read its replies stalls only itself", "[server]") {
+  Fixture f;
+  StoreClient c = f.client();
+  const std::string big(1 << 20, 'b');
+  c.set("/big", big);
+  REQUIRE(c.get("/big") == big);  // SET has no reply: make sure it is in before the hog asks
+  Raw hog(f.server.port());
+  std::string gets;
+  // 48 MiB of replies: far more than the socket buffers and the server's 16 MiB of queued
+  // output, so the server stops reading from this client until it reads.
+  for (int i = 0; i < 48; ++i) gets += req(Dialect::D0, Op::Get, "/big");
+  hog.send(gets);
+  for (int i = 1; i <= 200; ++i) REQUIRE(c.add("/others", 1) == i);
+  Request add;
+  add.op = Op::Add;
+  add.key = "/hog";
+  add.delta = 7;
+  std::string add_bytes;
+  encode_request(add_bytes, Dialect::D0, add);
+  hog.send(add_bytes);  // read by the server only once the hog has drained enough
+  for (int i = 0; i < 48; ++i) {
+    REQUIRE(hog.recv(8) == i64_bytes(1 << 20));
+    REQUIRE(hog.recv(big.size()) == big);
+  }
+  CHECK(hog.recv(8) == i64_bytes(7));
+  CHECK(c.get("/hog") == "7");
+}
+
 TEST_CASE("the store's descriptors are close-on-exec (workers inherit none)", "[server]") {
   Fixture f;
   StoreClient a = f.client();
