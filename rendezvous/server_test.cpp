@@ -2,6 +2,7 @@
 // misbehaving clients.
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -491,6 +492,31 @@ TEST_CASE("the store's descriptors are close-on-exec (workers inherit none)", "[
     CHECK((flags & FD_CLOEXEC) != 0);
   }
   CHECK(sockets >= 5);  // listener, 2 client ends, 2 accepted ends
+}
+
+TEST_CASE("accepted connections have TCP_NODELAY (no reply waits behind an ACK)", "[server]") {
+  Fixture f;
+  StoreClient a = f.client();
+  a.set("/x", "1");
+  CHECK(a.get("/x") == "1");
+  REQUIRE(f.server.num_connections() == 1);
+  int accepted = 0;
+  for (int fd = 0; fd < 4096; ++fd) {
+    sockaddr_storage local{}, peer{};
+    socklen_t len = sizeof local;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) continue;
+    len = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;  // listener
+    if (local.ss_family != AF_INET) continue;
+    // The server's end of a connection is the one whose local port is the store's.
+    if (ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port) != f.server.port()) continue;
+    ++accepted;
+    int nodelay = 0;
+    len = sizeof nodelay;
+    REQUIRE(::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &len) == 0);
+    CHECK(nodelay != 0);
+  }
+  CHECK(accepted == 1);
 }
 
 TEST_CASE("ListeningSocket: a taken port is an error naming the address", "[server]") {

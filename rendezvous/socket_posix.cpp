@@ -155,6 +155,11 @@ IoStatus Socket::recv_exact(void* data, std::size_t size, Clock::time_point dead
 int accept_connection(int listen_fd, int& error) {
   int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
   error = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    // Replies are small and already batched; Nagle would hold one back behind an ACK.
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
   return fd;
 }
 

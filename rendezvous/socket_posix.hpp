@@ -46,7 +46,8 @@ class Socket {
 };
 
 /// Accepts one connection from a non-blocking listening socket as a close-on-exec,
-/// non-blocking descriptor. Returns -1 with `error` = errno (EAGAIN: none waiting).
+/// non-blocking descriptor with TCP_NODELAY. Returns -1 with `error` = errno (EAGAIN: none
+/// waiting).
 int accept_connection(int listen_fd, int& error);
 
 /// Closes a descriptor the caller owns.
