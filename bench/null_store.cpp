@@ -5,7 +5,10 @@
 // single-threaded server can show with that load generator on that machine, so it tells
 // how much of a ratio is left for a server to win.
 //
-//   null_store   (prints "listening on 127.0.0.1:PORT", serves until killed)
+//   null_store [--busy_poll]   (prints "listening on 127.0.0.1:PORT", serves until killed)
+//
+// --busy_poll never sleeps (epoll_wait with timeout 0): the server side of a round trip
+// then pays no wake-up, which bounds what spinning could buy a server at 1 client.
 //
 // Only SET, GET, ADD and GETNUMKEYS (what `store_load ops` sends) are answered; any other
 // request closes its connection.
@@ -20,6 +23,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -81,7 +85,8 @@ bool answer(Peer& peer, std::span<const std::uint8_t> data, std::size_t& used, s
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool busy_poll = argc > 1 && std::string_view(argv[1]) == "--busy_poll";
   int listener = listen_loopback();
   int ep = ::epoll_create1(EPOLL_CLOEXEC);
   epoll_event ev{};
@@ -98,7 +103,7 @@ int main() {
     peers.erase(fd);
   };
   for (;;) {
-    int n = ::epoll_wait(ep, events.data(), static_cast<int>(events.size()), -1);
+    int n = ::epoll_wait(ep, events.data(), static_cast<int>(events.size()), busy_poll ? 0 : -1);
     for (int i = 0; i < n; ++i) {
       int fd = events[i].data.fd;
       if (fd == listener) {
