@@ -80,6 +80,16 @@ std::string req(Dialect d, Op op, std::string_view key = {}, std::string_view va
   return out;
 }
 
+std::string add_req(Dialect d, std::string_view key, std::int64_t delta) {
+  Request r;
+  r.op = Op::Add;
+  r.key = key;
+  r.delta = delta;
+  std::string out;
+  encode_request(out, d, r);
+  return out;
+}
+
 std::string i64_bytes(std::int64_t v) {
   std::string s;
   put_i64(s, v);
@@ -344,13 +354,7 @@ TEST_CASE("a malformed frame closes only that connection", "[server]") {
   SECTION("ADD onto a non-integer") {
     c.set("/text", "v1");
     Raw raw(f.server.port());
-    Request a;
-    a.op = Op::Add;
-    a.key = "/text";
-    a.delta = 1;
-    std::string s;
-    encode_request(s, Dialect::D0, a);
-    raw.send(s);
+    raw.send(add_req(Dialect::D0, "/text", 1));
     CHECK(raw.closed_by_server());
   }
   SECTION("GET of a missing key on a legacy connection") {
@@ -458,13 +462,8 @@ TEST_CASE("a client that does not read its replies stalls only itself", "[server
   for (int i = 0; i < 48; ++i) gets += req(Dialect::D0, Op::Get, "/big");
   hog.send(gets);
   for (int i = 1; i <= 200; ++i) REQUIRE(c.add("/others", 1) == i);
-  Request add;
-  add.op = Op::Add;
-  add.key = "/hog";
-  add.delta = 7;
-  std::string add_bytes;
-  encode_request(add_bytes, Dialect::D0, add);
-  hog.send(add_bytes);  // read by the server only once the hog has drained enough
+  hog.send(
+      add_req(Dialect::D0, "/hog", 7));  // read by the server only once the hog has drained enough
   for (int i = 0; i < 48; ++i) {
     REQUIRE(hog.recv(8) == i64_bytes(1 << 20));
     REQUIRE(hog.recv(big.size()) == big);
