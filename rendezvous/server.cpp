@@ -273,6 +273,10 @@ bool ServerCore::flush(Connection& c) {
     c.sent = 0;
     c.out.clear();
     if (c.out.capacity() > kKeepBufferBytes) std::string().swap(c.out);
+  } else if (c.sent >= kKeepBufferBytes && c.sent >= c.unsent()) {
+    // A client that never quite catches up would otherwise keep every written byte.
+    c.out.erase(0, c.sent);
+    c.sent = 0;
   }
   bool want_write = c.unsent() > 0;
   bool pause = c.unsent() > kMaxQueuedOutput;
