@@ -25,8 +25,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <vector>
 
+#include "rendezvous/pending_bytes.hpp"
 #include "rendezvous/wire_codec.hpp"
 
 using namespace xlaunch::rendezvous;
@@ -35,7 +35,7 @@ namespace {
 
 struct Peer {
   RequestDecoder decoder;
-  std::vector<std::uint8_t> partial;
+  PendingBytes partial;
 };
 
 int listen_loopback() {
@@ -124,23 +124,15 @@ int main(int argc, char** argv) {
         drop(fd);
         continue;
       }
-      std::span<const std::uint8_t> data(scratch.data(), static_cast<std::size_t>(got));
-      if (!peer.partial.empty()) {
-        peer.partial.insert(peer.partial.end(), data.begin(), data.end());
-        data = peer.partial;
-      }
+      auto data = peer.partial.with(
+          std::span<const std::uint8_t>(scratch.data(), static_cast<std::size_t>(got)));
       std::size_t used = 0;
       out.clear();
       if (!answer(peer, data, used, out, counter)) {
         drop(fd);
         continue;
       }
-      if (data.data() == peer.partial.data()) {
-        peer.partial.erase(peer.partial.begin(),
-                           peer.partial.begin() + static_cast<std::ptrdiff_t>(used));
-      } else {
-        peer.partial.assign(data.begin() + static_cast<std::ptrdiff_t>(used), data.end());
-      }
+      peer.partial.keep_rest(data, used);
       // Replies are small and the client reads them at once: a blocking write is fine here.
       if (!out.empty() && ::write(fd, out.data(), out.size()) != static_cast<ssize_t>(out.size())) {
         drop(fd);

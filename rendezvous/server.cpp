@@ -18,6 +18,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "rendezvous/pending_bytes.hpp"
 #include "rendezvous/ready_set.hpp"
 #include "rendezvous/socket_posix.hpp"
 #include "rendezvous/store_error.hpp"
@@ -32,7 +33,7 @@ using tcp = asio::ip::tcp;
 namespace {
 // Stop reading from a client whose unread replies pile up beyond this.
 constexpr std::size_t kMaxQueuedOutput = 16 * 1024 * 1024;
-// Give back a big request's or reply's buffer once it has been handled.
+// Give back a big reply's buffer once it has been sent.
 constexpr std::size_t kKeepBufferBytes = 256 * 1024;
 // Ready sockets taken per wake-up; more wait for the next round, after other work.
 constexpr std::size_t kReadyBatch = 256;
@@ -47,9 +48,9 @@ struct Connection {
   int fd;
   ConnId id;
   RequestDecoder decoder;
-  std::vector<std::uint8_t> partial;  // bytes of a request not complete yet
-  std::size_t need = 1;               // don't decode again before this many bytes
-  std::string out;                    // replies; out[0, sent) is already written
+  PendingBytes partial;  // bytes of a request not complete yet
+  std::size_t need = 1;  // don't decode again before this many bytes
+  std::string out;       // replies; out[0, sent) is already written
   std::size_t sent = 0;
   bool watching_write = false;  // the ready set reports this socket writable
   bool paused = false;          // not reading: too many unsent replies
@@ -83,7 +84,6 @@ struct ServerCore {
   CodecLimits codec_limits;
   Dialect legacy_default;
   tcp::acceptor acceptor{io};
-  tcp protocol = tcp::v4();
   asio::steady_timer accept_retry{io};
   ReadySet ready;
   // Borrows ready.fd() (released, never closed, by close_all).
@@ -121,8 +121,7 @@ ServerCore::ServerCore(ListeningSocket socket, ServerOptions opts)
   socklen_t len = sizeof addr;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   boost::system::error_code ec;
-  protocol = addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4();
-  acceptor.assign(protocol, fd, ec);
+  acceptor.assign(addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
   if (!ec) acceptor.non_blocking(true, ec);
   if (!ec) ready_watch.assign(ready.fd(), ec);
   if (ec) throw StoreError(fmt::format("store on port {}: {}", port, ec.message()));
@@ -216,21 +215,10 @@ bool ServerCore::on_readable(Connection& c) {
     close(c, {});  // EOF or reset: a client going away is normal, even mid-request
     return false;
   }
-  std::span<const std::uint8_t> data(scratch.data(), got.bytes);
-  if (!c.partial.empty()) {
-    c.partial.insert(c.partial.end(), data.begin(), data.end());
-    data = c.partial;
-  }
+  auto data = c.partial.with(std::span<const std::uint8_t>(scratch.data(), got.bytes));
   std::size_t used = 0;
   if (!process(c, data, used)) return false;
-  if (data.data() == c.partial.data()) {
-    c.partial.erase(c.partial.begin(), c.partial.begin() + static_cast<std::ptrdiff_t>(used));
-    if (c.partial.empty() && c.partial.capacity() > kKeepBufferBytes) {
-      std::vector<std::uint8_t>().swap(c.partial);
-    }
-  } else {
-    c.partial.assign(data.begin() + static_cast<std::ptrdiff_t>(used), data.end());
-  }
+  c.partial.keep_rest(data, used);
   return flush(c);
 }
 
