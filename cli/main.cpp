@@ -1,18 +1,21 @@
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 
 #include "cli/commands.hpp"
 #include "cli/test_command.hpp"
 #include "config/usage_error.hpp"
+#include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/launch_error.hpp"
 
 // Parses, dispatches, and maps every error to one exit code in one place (CLI11_PARSE
 // is not used: its own error handling would bypass ours).
-int main(int argc, char** argv) {
+namespace {
+
+int dispatch(int argc, char** argv) {
   using namespace xlaunch;
   CLI::App app{"xlaunch: launch distributed training jobs (torchrun/accelerate compatible)",
                "xlaunch"};
@@ -36,21 +39,29 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "xlaunch: error: {}\nhint: run 'xlaunch {}--help' for every flag\n",
-               e.what(), app.get_subcommands().empty()
-                             ? ""
-                             : app.get_subcommands().front()->get_name() + " ");
+    xlaunch::launcher::say(
+        "xlaunch: error: {}\nhint: run 'xlaunch {}--help' for every flag\n", e.what(),
+        app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name() + " ");
     return exit_status::kUsageError;
   } catch (const launcher::LaunchError& e) {
-    fmt::print(stderr, "xlaunch: error: {}\n", e.what());
-    if (!e.hint().empty()) fmt::print(stderr, "hint: {}\n", e.hint());
+    xlaunch::launcher::say("xlaunch: error: {}\n", e.what());
+    if (!e.hint().empty()) xlaunch::launcher::say("hint: {}\n", e.hint());
     return e.exit_code();
   } catch (const UsageError& e) {
-    fmt::print(stderr, "xlaunch: error: {}\n", e.what());
-    if (!e.hint().empty()) fmt::print(stderr, "hint: {}\n", e.hint());
+    xlaunch::launcher::say("xlaunch: error: {}\n", e.what());
+    if (!e.hint().empty()) xlaunch::launcher::say("hint: {}\n", e.hint());
     return exit_status::kUsageError;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "xlaunch: error: {}\n", e.what());
+    xlaunch::launcher::say("xlaunch: error: {}\n", e.what());
     return exit_status::kFailure;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int code = dispatch(argc, argv);
+  // Errors go through the launcher's console, which never blocks: show what it holds.
+  xlaunch::launcher::console_drain(std::chrono::seconds(2));
+  return code;
 }

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <map>
 
+#include "launcher/console.hpp"
 #include "launcher/text.hpp"
 #include "rendezvous/store_client.hpp"
 
@@ -292,7 +293,7 @@ struct Agent::Impl {
     r.exit_code = 1;
     r.restartable = false;
     // The same words on every machine: `why` (timings, attempts) differs between them.
-    fmt::print(stderr, "xlaunch: machine 0's store: {}\n", why);
+    say("xlaunch: machine 0's store: {}\n", why);
     r.cause =
         fmt::format("launcher lost: its store at {}:{} is unreachable (--heartbeat_timeout {:g}s)",
                     o.store_host, o.store_port, seconds(o.heartbeat_timeout));

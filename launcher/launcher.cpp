@@ -1,16 +1,17 @@
 #include "launcher/launcher.hpp"
 
-#include <signal.h>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <random>
-#include <unistd.h>
 
 #include "config/usage_error.hpp"
 #include "launcher/agent.hpp"
 #include "launcher/cluster_env.hpp"
+#include "launcher/console.hpp"
 #include "launcher/devices.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/exit_status.hpp"
@@ -36,9 +37,9 @@ rendezvous::ListeningSocket bind_store(const LaunchPlan& plan) {
   try {
     return rendezvous::ListeningSocket::bind(plan.bind_host, plan.master_port);
   } catch (const rendezvous::StoreError& e) {
-    throw LaunchError(fmt::format("cannot host the store: {}", e.what()), exit_status::kFailure,
-                      plan.master_port ? "choose another --main_process_port, or 0 for a free one"
-                                       : "");
+    throw LaunchError(
+        fmt::format("cannot host the store: {}", e.what()), exit_status::kFailure,
+        plan.master_port ? "choose another --main_process_port, or 0 for a free one" : "");
   }
 }
 
@@ -51,10 +52,9 @@ void warn_if_bf16_unsupported(const LaunchPlan& plan, const std::optional<NvmlRe
       selected = selected || id == gpu.uuid || id == std::to_string(gpu.index);
     }
     if (selected && gpu.compute_major > 0 && gpu.compute_major < 8) {
-      fmt::print(stderr,
-                 "xlaunch: warning: --mixed_precision bf16 on GPU {} ({}, compute capability "
-                 "{}.{}): bf16 needs 8.0 or newer; consider fp16\n",
-                 gpu.index, gpu.name, gpu.compute_major, gpu.compute_minor);
+      say("xlaunch: warning: --mixed_precision bf16 on GPU {} ({}, compute capability "
+          "{}.{}): bf16 needs 8.0 or newer; consider fp16\n",
+          gpu.index, gpu.name, gpu.compute_major, gpu.compute_minor);
     }
   }
 }
@@ -100,20 +100,43 @@ AgentOptions agent_options(const LaunchPlan& plan, const config::Settings& s,
   o.local_processes = plan.local_world_size;
   o.version = XLAUNCH_VERSION;
   if (s.num_processes && !s.nproc_per_node) o.total_processes = s.num_processes;
-  auto ms = [](double sec) { return std::chrono::milliseconds(static_cast<long long>(sec * 1000)); };
+  auto ms = [](double sec) {
+    return std::chrono::milliseconds(static_cast<long long>(sec * 1000));
+  };
   const double rdzv = seconds_setting(s.rdzv_timeout, "--rdzv_timeout", 900);
   const double heartbeat = seconds_setting(s.heartbeat_timeout, "--heartbeat_timeout", 30);
   o.rdzv_timeout = ms(rdzv);
   o.heartbeat_timeout = ms(heartbeat);
   o.settings = agreed_settings({
       {"num_machines", std::to_string(plan.num_machines)},
-      {"num_processes", s.num_processes && !s.nproc_per_node ? std::to_string(*s.num_processes) : "-"},
+      {"num_processes",
+       s.num_processes && !s.nproc_per_node ? std::to_string(*s.num_processes) : "-"},
       {"max_restarts", std::to_string(plan.max_restarts)},
       {"distributed_type", std::string(config::to_string(plan.distributed_type))},
       {"mixed_precision", std::string(config::to_string(plan.mixed_precision))},
       {"heartbeat_timeout", fmt::format("{:g}", heartbeat)},
   });
   return o;
+}
+
+// Shows what the console still has queued, waiting a little at most: a console that stopped
+// reading must not keep a finished job from exiting. What it never showed is logged.
+void finish_console(RunFiles& files) {
+  console_drain(std::chrono::seconds(2));
+  const ConsoleStats stats = console_stats();
+  if (stats.dropped_lines > 0) {
+    files.log(
+        fmt::format("console: {} lines not shown because the console did not keep up "
+                    "(every line is in the rank logs)",
+                    stats.dropped_lines));
+  }
+  if (stats.out_closed || stats.err_closed) {
+    files.log(fmt::format("console: {} closed during the run; {} lines not shown",
+                          stats.out_closed && stats.err_closed ? "stdout and stderr"
+                          : stats.out_closed                   ? "stdout"
+                                                               : "stderr",
+                          stats.lost_lines));
+  }
 }
 
 // Stops the agent's monitor before the supervisor it posts to is destroyed.
@@ -132,7 +155,7 @@ int launch(const LaunchRequest& request) {
   const Environment parent_env = current_environment();
   const ClusterDetection cluster = detect_cluster(parent_env);
   for (const std::string& note : cluster.notes) {
-    fmt::print(stderr, "xlaunch: warning: {} environment: {}\n", cluster.scheduler, note);
+    say("xlaunch: warning: {} environment: {}\n", cluster.scheduler, note);
   }
   const config::Settings settings = apply_cluster(request.settings, cluster);
 
@@ -142,8 +165,8 @@ int launch(const LaunchRequest& request) {
   std::vector<std::string> argv = resolve_worker_argv(
       request.program, lookup(parent_env, "PATH").value_or("/usr/bin:/bin"), host_exec_probe());
   std::random_device entropy;
-  LaunchPlan plan = make_plan(settings, std::move(argv), visible,
-                              make_run_id(Clock::now(), entropy()));
+  LaunchPlan plan =
+      make_plan(settings, std::move(argv), visible, make_run_id(Clock::now(), entropy()));
   check_machines(plan, settings);
 
   // Forked before the store's thread exists.
@@ -164,13 +187,13 @@ int launch(const LaunchRequest& request) {
   if (plan.num_machines > 1) {
     AgentOptions options = agent_options(plan, settings, host);
     if (!cluster.scheduler.empty()) {
-      fmt::print(stderr, "xlaunch: {} detected: machine {} of {}, machine 0 at {}\n",
-                 cluster.scheduler, plan.machine_rank, plan.num_machines, plan.master_addr);
+      say("xlaunch: {} detected: machine {} of {}, machine 0 at {}\n", cluster.scheduler,
+          plan.machine_rank, plan.num_machines, plan.master_addr);
     }
-    fmt::print(stderr, "xlaunch: machine {} of {}: joining the job at {}:{} (waiting up to {:g}s "
-               "for every machine)\n",
-               plan.machine_rank, plan.num_machines, options.store_host, options.store_port,
-               options.rdzv_timeout.count() / 1000.0);
+    say("xlaunch: machine {} of {}: joining the job at {}:{} (waiting up to {:g}s "
+        "for every machine)\n",
+        plan.machine_rank, plan.num_machines, options.store_host, options.store_port,
+        options.rdzv_timeout.count() / 1000.0);
     agent = std::make_unique<Agent>(std::move(options));
     Layout layout;
     try {
@@ -187,12 +210,10 @@ int launch(const LaunchRequest& request) {
   files.log(fmt::format("run {} on {}: {}, store {}:{}, argv: {}", plan.run_id, host,
                         describe_workers(plan), plan.master_addr, plan.master_port,
                         fmt::join(plan.argv, " ")));
-  fmt::print(stderr, "xlaunch: run {}: {}, store {}:{}{}\n", plan.run_id, describe_workers(plan),
-             plan.master_addr, plan.master_port,
-             files.keeps_output() ? fmt::format(", logs in {}", files.run_dir()) : "");
+  say("xlaunch: run {}: {}, store {}:{}{}\n", plan.run_id, describe_workers(plan), plan.master_addr,
+      plan.master_port, files.keeps_output() ? fmt::format(", logs in {}", files.run_dir()) : "");
   if (plan.local_world_size > 1 && omp_threads_defaulted(parent_env)) {
-    fmt::print(stderr,
-               "xlaunch: setting OMP_NUM_THREADS=1 for each worker (set it yourself to choose)\n");
+    say("xlaunch: setting OMP_NUM_THREADS=1 for each worker (set it yourself to choose)\n");
   }
 
   Supervisor supervisor(plan, parent_env, files, host, guardian);
@@ -200,8 +221,10 @@ int launch(const LaunchRequest& request) {
   hooks.before_attempt = [&](int attempt) {
     if (attempt == 0) return;
     // Each attempt starts from an empty store (on every machine together).
-    if (!agent) store->clear();
-    else agent->begin_round(attempt, [&] { store->clear(); });
+    if (!agent)
+      store->clear();
+    else
+      agent->begin_round(attempt, [&] { store->clear(); });
   };
   std::optional<FailureRecord> job_failure;
   MonitorStopper stopper;
@@ -211,7 +234,7 @@ int launch(const LaunchRequest& request) {
     };
     hooks.after_attempt = [&](int attempt, const std::optional<FailureRecord>& local) {
       job_failure = agent->finish_round(attempt, local);
-      if (job_failure) fmt::print(stderr, "xlaunch: job failed: {}\n", job_failure->describe());
+      if (job_failure) say("xlaunch: job failed: {}\n", job_failure->describe());
       return job_failure;
     };
     agent->start_monitor([&](int round, const FailureRecord& failure) {
@@ -232,20 +255,20 @@ int launch(const LaunchRequest& request) {
   try {
     files.write_summary(summary_json(summary));
   } catch (const std::exception& e) {
-    fmt::print(stderr, "xlaunch: warning: could not write summary.json: {}\n", e.what());
+    say("xlaunch: warning: could not write summary.json: {}\n", e.what());
   }
   files.log(fmt::format("exit code {}", summary.exit_code));
   if (summary.exit_code == exit_status::kSuccess) {
-    fmt::print(stderr, "xlaunch: all {} workers finished successfully\n", plan.local_world_size);
+    say("xlaunch: all {} workers finished successfully\n", plan.local_world_size);
   } else if (job_failure) {
-    fmt::print(stderr, "xlaunch: exit code {}{}\n", summary.exit_code,
-               files.keeps_output() ? fmt::format(" (logs: {})", files.run_dir()) : "");
+    say("xlaunch: exit code {}{}\n", summary.exit_code,
+        files.keeps_output() ? fmt::format(" (logs: {})", files.run_dir()) : "");
   } else if (summary.root_cause) {
-    fmt::print(stderr, "xlaunch: job failed: rank {} {}; exit code {}{}\n",
-               summary.root_cause->worker.rank, describe_end(summary.root_cause->worker),
-               summary.exit_code,
-               files.keeps_output() ? fmt::format(" (logs: {})", files.run_dir()) : "");
+    say("xlaunch: job failed: rank {} {}; exit code {}{}\n", summary.root_cause->worker.rank,
+        describe_end(summary.root_cause->worker), summary.exit_code,
+        files.keeps_output() ? fmt::format(" (logs: {})", files.run_dir()) : "");
   }
+  finish_console(files);
   return summary.exit_code;
 }
 

@@ -1,17 +1,19 @@
 #include "launcher/supervisor.hpp"
 
+#include <fmt/format.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
-#include <fmt/format.h>
 #include <system_error>
 #include <unordered_map>
 
+#include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/line_splitter.hpp"
 #include "launcher/process.hpp"
@@ -24,8 +26,8 @@ namespace {
 
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr std::size_t kStderrTailLines = 20;
-// After the last worker exits, how long its pipes may stay open (held by a descendant
-// that escaped its process group) before the launcher stops reading them.
+// After a worker exits, how long its pipes may stay open (held by a descendant) before the
+// launcher stops reading them and reports the exit anyway.
 constexpr auto kDrainGrace = std::chrono::seconds(2);
 
 struct Stream {
@@ -33,11 +35,13 @@ struct Stream {
   std::vector<char> buffer;
   LineSplitter splitter;
   int log_fd = -1;
-  int console_fd = 1;
+  ConsoleStream console = ConsoleStream::out;
   bool shown = true;
   bool is_stderr = false;
 };
 
+// A worker's life in one attempt: started, then reaped (its process ended) and drained (its
+// pipes read to the end, or the grace ran out), in either order; finished when both.
 struct Worker {
   WorkerOutcome outcome;
   std::string prefix;  // "[rank3]: "
@@ -45,7 +49,11 @@ struct Worker {
   Stream out;
   Stream err;
   std::deque<std::string> stderr_tail;
-  bool running = false;
+  bool running = false;  // the process has not been reaped yet
+  bool finished = false;
+  std::unique_ptr<asio::steady_timer> drain_timer;
+
+  bool drained() const { return !out.pipe && !err.pipe; }
 };
 
 }  // namespace
@@ -61,17 +69,18 @@ struct Supervisor::Impl {
   asio::signal_set child_signals{io, SIGCHLD};
   asio::signal_set stop_signals{io, SIGINT, SIGTERM, SIGHUP};  // + SIGQUIT, in the constructor
   asio::steady_timer kill_timer{io};
-  asio::steady_timer drain_timer{io};
+  std::unique_ptr<asio::posix::stream_descriptor> console_waiters[2];
+  bool console_armed[2] = {false, false};
 
   std::vector<Worker> workers;
   std::unordered_map<long, std::size_t> by_pid;
-  int running = 0;
-  int open_streams = 0;
+  int unfinished = 0;     // workers started and not finished
+  bool spawning = false;  // the attempt cannot end before every worker was started
   bool stopping = false;
   bool attempt_done = false;  // nothing to wait for: handlers must not re-arm
   std::optional<std::size_t> first_failure;
   std::optional<int> interrupted_by;
-  std::string console_buffer;
+  std::string console_piece;
   const AttemptHooks* hooks = nullptr;
   int attempt = 0;
   bool failure_published = false;
@@ -79,7 +88,11 @@ struct Supervisor::Impl {
   Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g)
       : plan(p), parent_env(env), files(f), host(std::move(h)), guardian(g) {
     stop_signals.add(SIGQUIT);
+    // Text queued from another thread (the agent's monitor) must get written too.
+    console_on_backlog([this] { asio::post(io, [this] { arm_console(); }); });
   }
+
+  ~Impl() { console_on_backlog({}); }
 
   // --- output -----------------------------------------------------------------------
 
@@ -98,11 +111,10 @@ struct Supervisor::Impl {
 
   void on_bytes(Worker& worker, Stream& stream, std::string_view bytes) {
     if (stream.log_fd >= 0) write_all(stream.log_fd, bytes);
-    console_buffer.clear();
     stream.splitter.feed(bytes, [&](std::string_view text, char terminator) {
       on_piece(worker, stream, text, terminator);
     });
-    flush_console(stream);
+    arm_console();
   }
 
   void on_piece(Worker& worker, Stream& stream, std::string_view text, char terminator) {
@@ -111,26 +123,45 @@ struct Supervisor::Impl {
       worker.stderr_tail.emplace_back(text);
       if (worker.stderr_tail.size() > kStderrTailLines) worker.stderr_tail.pop_front();
     }
-    if (stream.shown) append_prefixed(console_buffer, worker.prefix, text, terminator);
+    if (!stream.shown) return;
+    console_piece.clear();
+    append_prefixed(console_piece, worker.prefix, text, terminator);
+    console_worker_text(stream.console, console_piece);
   }
 
-  void flush_console(const Stream& stream) {
-    // A closed console (EPIPE: `xlaunch ... | head`) must not stop the job; SIGPIPE is ignored.
-    if (!console_buffer.empty()) write_all(stream.console_fd, console_buffer);
-    console_buffer.clear();
+  // Waits for the console to take more while it has a backlog; never blocks the loop.
+  void arm_console() {
+    if (attempt_done) return;
+    for (ConsoleStream stream : {ConsoleStream::out, ConsoleStream::err}) {
+      const int i = static_cast<int>(stream);
+      if (console_armed[i]) continue;
+      const int fd = console_wait_fd(stream);
+      if (fd < 0) continue;
+      if (!console_waiters[i]) {
+        const int own = ::dup(fd);
+        if (own < 0) continue;
+        console_waiters[i] = std::make_unique<asio::posix::stream_descriptor>(io, own);
+      }
+      console_armed[i] = true;
+      console_waiters[i]->async_wait(asio::posix::descriptor_base::wait_write,
+                                     [this, i](const boost::system::error_code& ec) {
+                                       console_armed[i] = false;
+                                       if (ec) return;
+                                       console_flush_now();
+                                       arm_console();
+                                     });
+    }
   }
 
   void close_stream(Worker& worker, Stream& stream) {
     if (!stream.pipe) return;
-    console_buffer.clear();
     stream.splitter.flush([&](std::string_view text, char terminator) {
       on_piece(worker, stream, text, terminator);
     });
-    flush_console(stream);
+    arm_console();
     stream.pipe.reset();
     close_fd(stream.log_fd);
-    --open_streams;
-    finish_if_done();
+    if (!worker.running && worker.drained()) finish_worker(worker);
   }
 
   // --- processes ----------------------------------------------------------------------
@@ -138,7 +169,7 @@ struct Supervisor::Impl {
   void open_stream(Stream& stream, int rank_index, const std::string& rank_dir, bool is_stderr,
                    Pipe& pipe) {
     stream.is_stderr = is_stderr;
-    stream.console_fd = is_stderr ? 2 : 1;
+    stream.console = is_stderr ? ConsoleStream::err : ConsoleStream::out;
     const bool rank_shown = !plan.console_ranks || plan.console_ranks->contains(rank_index);
     const auto& streams = plan.console_streams[rank_index];
     stream.shown = rank_shown && (is_stderr ? streams.stderr_shown : streams.stdout_shown);
@@ -146,7 +177,6 @@ struct Supervisor::Impl {
     stream.buffer.resize(kReadChunk);
     stream.pipe = std::make_unique<asio::posix::stream_descriptor>(io, pipe.read_fd);
     pipe.read_fd = -1;
-    ++open_streams;
   }
 
   void start_worker(Worker& worker, int attempt, int local_rank) {
@@ -156,6 +186,7 @@ struct Supervisor::Impl {
     worker.outcome.local_rank = local_rank;
     worker.outcome.attempt = attempt;
     worker.prefix = fmt::format("[rank{}]: ", rank);
+    worker.drain_timer = std::make_unique<asio::steady_timer>(io);
     const std::string rank_dir = files.prepare_rank_dir(attempt, rank);
     worker.error_file = rank_dir + "/error.json";
     Environment env = worker_environment(parent_env, plan, local_rank, attempt,
@@ -164,22 +195,24 @@ struct Supervisor::Impl {
     Pipe err = make_pipe();
     open_stream(worker.out, local_rank, rank_dir, false, out);
     open_stream(worker.err, local_rank, rank_dir, true, err);
+    ++unfinished;
     worker.outcome.start = Clock::now();
     try {
-      worker.outcome.pid = spawn_worker(SpawnSpec{plan.argv, to_envp(env), out.write_fd, err.write_fd});
+      worker.outcome.pid =
+          spawn_worker(SpawnSpec{plan.argv, to_envp(env), out.write_fd, err.write_fd});
       guardian.watch(worker.outcome.pid);
       worker.running = true;
-      ++running;
       by_pid[worker.outcome.pid] = static_cast<std::size_t>(local_rank);
       files.log(fmt::format("attempt {}: rank {} (local rank {}) started, pid {}", attempt, rank,
                             local_rank, worker.outcome.pid));
     } catch (const std::system_error& e) {
       // exec failed although the program passed the checks (bad binary, no shebang...).
-      worker.outcome.exit_code = e.code().value() == ENOENT ? exit_status::kNotFound
-                                                            : exit_status::kCannotExecute;
+      worker.outcome.exit_code =
+          e.code().value() == ENOENT ? exit_status::kNotFound : exit_status::kCannotExecute;
       worker.outcome.end = Clock::now();
       worker.stderr_tail.push_back(
           fmt::format("xlaunch could not execute {}: {}", plan.argv.front(), e.code().message()));
+      note_failure(static_cast<std::size_t>(local_rank));
     }
     close_fd(out.write_fd);
     close_fd(err.write_fd);
@@ -202,25 +235,52 @@ struct Supervisor::Impl {
     by_pid.erase(it);
     Worker& worker = workers[index];
     worker.running = false;
-    --running;
     worker.outcome.exit_code = event.exit_code;
     worker.outcome.signal = event.signal;
     worker.outcome.end = Clock::now();
     files.log(fmt::format("rank {} (pid {}) {}", worker.outcome.rank, event.pid,
                           describe_end(worker.outcome)));
-    if (failed(worker.outcome) && !stopping) {
-      first_failure = index;
-      publish_failure(local_failure());
-      stop_workers(SIGTERM);
+    // The failure is acted on at once; the report waits for the worker's last bytes.
+    if (failed(worker.outcome)) note_failure(index);
+    if (worker.drained()) {
+      finish_worker(worker);
+      return;
     }
-    if (running == 0) on_all_exited();
+    // A descendant may hold the pipes open: read on for a while, then report anyway.
+    worker.drain_timer->expires_after(kDrainGrace);
+    worker.drain_timer->async_wait([this, &worker](const boost::system::error_code& ec) {
+      if (ec) return;
+      files.log(
+          fmt::format("rank {}: its output pipes were still open {}s after it exited "
+                      "(held by a descendant); stopped reading them",
+                      worker.outcome.rank, kDrainGrace.count()));
+      close_stream(worker, worker.out);
+      close_stream(worker, worker.err);
+    });
+  }
+
+  // The first failure of the attempt stops every other worker.
+  void note_failure(std::size_t index) {
+    if (stopping) return;
+    first_failure = index;
+    publish_failure(local_failure());
+    stop_workers(SIGTERM);
+  }
+
+  void finish_worker(Worker& worker) {
+    if (worker.finished) return;
+    worker.finished = true;
+    worker.drain_timer->cancel();
+    --unfinished;
+    finish_if_done();
   }
 
   void stop_workers(int signal) {
     stopping = true;
     for (Worker& worker : workers) {
-      if (!worker.running) continue;
-      worker.outcome.stopped_by_launcher = true;
+      if (worker.finished || worker.outcome.pid == 0) continue;
+      if (worker.running) worker.outcome.stopped_by_launcher = true;
+      // An exited worker's group may still hold a descendant that keeps its pipes open.
       signal_group(worker.outcome.pid, signal);
     }
     files.log(fmt::format("sent {} to every running worker's process group", signal_name(signal)));
@@ -234,7 +294,7 @@ struct Supervisor::Impl {
   void kill_all(std::string_view why) {
     bool any = false;
     for (Worker& worker : workers) {
-      if (!worker.running) continue;
+      if (worker.finished || worker.outcome.pid == 0) continue;
       any = true;
       signal_group(worker.outcome.pid, SIGKILL);
     }
@@ -245,48 +305,37 @@ struct Supervisor::Impl {
     stop_signals.async_wait([this](const boost::system::error_code& ec, int signal) {
       if (ec) return;
       if (interrupted_by) {
-        fmt::print(stderr, "xlaunch: {} again: killing every worker now\n", signal_name(signal));
+        say("xlaunch: {} again: killing every worker now\n", signal_name(signal));
         kill_all("second signal");
       } else {
         interrupted_by = signal;
-        fmt::print(stderr,
-                   "xlaunch: {}: stopping every worker (waiting up to {:.3g}s; {} again kills "
-                   "them at once)\n",
-                   signal_name(signal), plan.term_timeout.count() / 1000.0, signal_name(signal));
+        say("xlaunch: {}: stopping every worker (waiting up to {:.3g}s; {} again kills them at "
+            "once)\n",
+            signal_name(signal), plan.term_timeout.count() / 1000.0, signal_name(signal));
         files.log(fmt::format("received {}", signal_name(signal)));
         publish_failure(interrupt_failure(signal));
-        if (running > 0) stop_workers(signal);
+        stop_workers(signal);
       }
       if (!attempt_done) watch_stop_signals();
     });
   }
 
-  void on_all_exited() {
-    kill_timer.cancel();
+  // Ends the attempt once every worker was started, has exited and was read to the end.
+  void finish_if_done() {
+    if (spawning || unfinished > 0 || attempt_done) return;
+    attempt_done = true;
     // Descendants left in a worker's group, or orphans adopted by this subreaper, would
-    // hold GPU memory and keep the pipes open: nothing outlives its job.
+    // hold GPU memory: nothing outlives its job.
     for (Worker& worker : workers) signal_group(worker.outcome.pid, SIGKILL);
     for (long pid : list_children()) {
       if (pid != guardian.pid()) ::kill(static_cast<pid_t>(pid), SIGKILL);
     }
-    drain_timer.expires_after(kDrainGrace);
-    drain_timer.async_wait([this](const boost::system::error_code& ec) {
-      if (ec) return;
-      for (Worker& worker : workers) {
-        close_stream(worker, worker.out);
-        close_stream(worker, worker.err);
-      }
-    });
-    finish_if_done();
-  }
-
-  void finish_if_done() {
-    if (running > 0 || open_streams > 0) return;
-    attempt_done = true;
-    drain_timer.cancel();
     kill_timer.cancel();
     child_signals.cancel();
     stop_signals.cancel();
+    for (auto& waiter : console_waiters) {
+      if (waiter) waiter->cancel();
+    }
   }
 
   // --- attempts -----------------------------------------------------------------------
@@ -295,8 +344,7 @@ struct Supervisor::Impl {
     workers.clear();
     workers.resize(plan.local_world_size);
     by_pid.clear();
-    running = 0;
-    open_streams = 0;
+    unfinished = 0;
     stopping = false;
     attempt_done = false;
     failure_published = false;
@@ -304,19 +352,15 @@ struct Supervisor::Impl {
     io.restart();
     watch_children();
     watch_stop_signals();
+    spawning = true;
     for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
-      start_worker(workers[local_rank], attempt, local_rank);
-      if (failed(workers[local_rank].outcome)) {
-        first_failure = local_rank;
-        publish_failure(local_failure());
-        if (running > 0) stop_workers(SIGTERM);
-        break;
-      }
-      // A signal that arrives while workers start must not be lost or wait for the rest.
+      // A signal or a failure that arrives while workers start stops the start-up.
       io.poll();
       if (interrupted_by || stopping) break;
+      start_worker(workers[local_rank], attempt, local_rank);
     }
-    if (running == 0) on_all_exited();
+    spawning = false;
+    finish_if_done();
     io.run();
   }
 
@@ -352,10 +396,9 @@ struct Supervisor::Impl {
   void remote_stop(int for_attempt, const std::string& reason) {
     if (for_attempt != attempt || attempt_done || stopping) return;
     failure_published = true;  // the job already has its root cause
-    fmt::print(stderr, "xlaunch: stopping every worker: {}\n", reason);
+    say("xlaunch: stopping every worker: {}\n", reason);
     files.log(fmt::format("stopping every worker: {}", reason));
-    if (running > 0) stop_workers(SIGTERM);
-    else stopping = true;
+    stop_workers(SIGTERM);
   }
 
   RootCause root_cause(const Worker& worker) const {
@@ -400,7 +443,7 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
         local = s.interrupt_failure(*s.interrupted_by);
       } else if (s.first_failure) {
         RootCause cause = s.root_cause(s.workers[*s.first_failure]);
-        fmt::print(stderr, "{}", format_root_cause(cause, s.plan.world_size));
+        say("{}", format_root_cause(cause, s.plan.world_size));
         summary.root_cause = cause;
         local = s.local_failure();
       }
@@ -413,13 +456,12 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
       summary.exit_code = job->exit_code;
       if (!job->restartable || s.interrupted_by || attempt >= s.plan.max_restarts) {
         if (job->restartable && s.plan.max_restarts > 0 && !s.interrupted_by) {
-          fmt::print(stderr, "xlaunch: no restarts left ({} used); giving up\n",
-                     s.plan.max_restarts);
+          say("xlaunch: no restarts left ({} used); giving up\n", s.plan.max_restarts);
         }
         return summary;
       }
-      fmt::print(stderr, "xlaunch: restarting every worker on every machine (restart {} of {})\n",
-                 attempt + 1, s.plan.max_restarts);
+      say("xlaunch: restarting every worker on every machine (restart {} of {})\n", attempt + 1,
+          s.plan.max_restarts);
       s.files.log(fmt::format("restart {} of {}", attempt + 1, s.plan.max_restarts));
       continue;
     }
@@ -433,17 +475,16 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
       return summary;
     }
     RootCause cause = s.root_cause(s.workers[*s.first_failure]);
-    fmt::print(stderr, "{}", format_root_cause(cause, s.plan.world_size));
+    say("{}", format_root_cause(cause, s.plan.world_size));
     summary.exit_code = exit_code_of(cause.worker);
     summary.root_cause = cause;
     if (attempt >= s.plan.max_restarts) {
       if (s.plan.max_restarts > 0) {
-        fmt::print(stderr, "xlaunch: no restarts left ({} used); giving up\n", s.plan.max_restarts);
+        say("xlaunch: no restarts left ({} used); giving up\n", s.plan.max_restarts);
       }
       return summary;
     }
-    fmt::print(stderr, "xlaunch: restarting every worker (restart {} of {})\n", attempt + 1,
-               s.plan.max_restarts);
+    say("xlaunch: restarting every worker (restart {} of {})\n", attempt + 1, s.plan.max_restarts);
     s.files.log(fmt::format("restart {} of {}", attempt + 1, s.plan.max_restarts));
   }
 }

@@ -1,0 +1,82 @@
+#include "launcher/console_buffer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace xlaunch::launcher {
+
+std::uint64_t count_lines(std::string_view text) {
+  std::uint64_t n = 0;
+  for (char c : text) n += (c == '\n' || c == '\r') ? 1 : 0;
+  if (!text.empty() && text.back() != '\n' && text.back() != '\r') ++n;
+  return n;
+}
+
+ConsoleBuffer::ConsoleBuffer(std::size_t worker_cap, std::size_t reserve)
+    : worker_cap_(worker_cap), reserve_(reserve) {}
+
+void ConsoleBuffer::add_worker_text(std::string_view lines) {
+  if (closed_) {
+    lost_total_ += count_lines(lines);
+    return;
+  }
+  if (pending().size() + lines.size() > worker_cap_) {
+    const std::uint64_t n = count_lines(lines);
+    dropped_since_notice_ += n;
+    dropped_total_ += n;
+    return;
+  }
+  append(lines);
+}
+
+void ConsoleBuffer::add_own_text(std::string_view lines) {
+  if (closed_) {
+    lost_total_ += count_lines(lines);
+    return;
+  }
+  if (pending().size() + lines.size() > worker_cap_ + reserve_) {
+    const std::uint64_t n = count_lines(lines);
+    dropped_since_notice_ += n;
+    dropped_total_ += n;
+    return;
+  }
+  append(lines);
+}
+
+void ConsoleBuffer::append(std::string_view lines) {
+  // Drop the written prefix once it is most of the buffer, so appends stay amortized O(n).
+  if (start_ > 0 && start_ >= data_.size() / 2) {
+    data_.erase(0, start_);
+    start_ = 0;
+  }
+  data_.append(lines);
+}
+
+void ConsoleBuffer::consume(std::size_t n) {
+  start_ += std::min(n, data_.size() - start_);
+  if (start_ == data_.size()) {
+    data_.clear();
+    start_ = 0;
+  }
+}
+
+void ConsoleBuffer::close() {
+  if (closed_) return;
+  closed_ = true;
+  lost_total_ += count_lines(pending());
+  data_.clear();
+  data_.shrink_to_fit();
+  start_ = 0;
+}
+
+void ConsoleBuffer::note_drops_if_any() {
+  if (closed_ || dropped_since_notice_ == 0 || pending().size() > worker_cap_ / 2) return;
+  append(
+      fmt::format("xlaunch: {} console line{} dropped: the console could not keep up "
+                  "(--log_dir keeps every line)\n",
+                  dropped_since_notice_, dropped_since_notice_ == 1 ? "" : "s"));
+  dropped_since_notice_ = 0;
+}
+
+}  // namespace xlaunch::launcher

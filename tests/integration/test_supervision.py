@@ -1,0 +1,178 @@
+"""Supervision an outsider can trust: early exits, quick workers' output, a console that
+stalls or closes, signals while workers start. Each test failed on the launcher before the
+fix it names (issue 10, items 1, 2, 5, 6, 7)."""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import time
+
+from launch_helpers import merged_env, wait_for_files, wait_until_gone
+
+
+def run(xlaunch_bin, args, timeout=60, **kwargs):
+    return subprocess.run([xlaunch_bin, "launch", *args], env=merged_env(kwargs.pop("env", None)),
+                          capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+def summary(log_dir):
+    (run_dir,) = [p for p in pathlib.Path(log_dir).iterdir() if p.is_dir()]
+    return run_dir, json.loads((run_dir / "summary.json").read_text())
+
+
+def test_a_rank_that_exits_early_does_not_end_the_job(xlaunch_bin, tmp_path):
+    # Rank 0 is gone before the others start; rank 1 fails once every other rank has spoken.
+    script = (f'[ $RANK = 0 ] && exit 0; sleep 1; echo done $RANK; touch {tmp_path}/done_$RANK; '
+              f'if [ $RANK = 1 ]; then i=0; while [ $(ls {tmp_path} | grep -c done_) -lt 7 ] '
+              f'&& [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 3; fi')
+    logs = tmp_path / "logs"
+    r = run(xlaunch_bin, ["--num_processes", "8", "--log_dir", str(logs), "--no_python",
+                          "/bin/sh", "-c", script])
+    assert r.returncode == 3, r.stderr
+    assert sorted(line for line in r.stdout.splitlines() if "done" in line) == sorted(
+        f"[rank{rank}]: done {rank}" for rank in range(1, 8))
+    assert "finished successfully" not in r.stderr
+    assert "rank 1/8" in r.stderr and "exited with code 3" in r.stderr
+    _, s = summary(logs)
+    by_rank = {w["rank"]: w for w in s["workers"]}
+    assert sorted(by_rank) == list(range(8))
+    assert by_rank[0]["exit_code"] == 0 and by_rank[1]["exit_code"] == 3
+    for rank in range(2, 8):  # each ended: on its own (0) or stopped by the launcher
+        w = by_rank[rank]
+        assert w["exit_code"] is not None or w["signal"] is not None, w
+
+
+def test_every_quick_worker_is_heard(xlaunch_bin, tmp_path):
+    for i in range(15):
+        logs = tmp_path / f"logs{i}"
+        r = run(xlaunch_bin, ["--num_processes", "4", "--log_dir", str(logs), "--no_python",
+                              "/bin/echo", "hi"])
+        assert r.returncode == 0, r.stderr
+        assert sorted(r.stdout.splitlines()) == [f"[rank{k}]: hi" for k in range(4)], r.stdout
+        run_dir, s = summary(logs)
+        for rank in range(4):
+            assert (run_dir / f"attempt_0/rank_{rank}/stdout.log").read_bytes() == b"hi\n"
+        assert [w["exit_code"] for w in s["workers"]] == [0, 0, 0, 0]
+
+
+def test_a_quick_worker_s_large_output_is_kept_byte_for_byte(xlaunch_bin, tmp_path):
+    logs = tmp_path / "logs"
+    r = run(xlaunch_bin, ["--num_processes", "3", "--log_dir", str(logs), "--no_python",
+                          "/bin/sh", "-c", "seq 1 100000; printf tail-without-newline; exit $RANK"])
+    assert r.returncode in (1, 2), r.stderr
+    expected = "".join(f"{i}\n" for i in range(1, 100001)) + "tail-without-newline"
+    run_dir, _ = summary(logs)
+    # Rank 0 exited 0 on its own, before or after the failure: its output is complete.
+    assert (run_dir / "attempt_0/rank_0/stdout.log").read_text() == expected
+
+
+def test_a_failing_rank_s_last_stderr_lines_are_in_the_report(xlaunch_bin, tmp_path):
+    r = run(xlaunch_bin, ["--num_processes", "2", "--no_python", "/bin/sh", "-c",
+                          '[ $RANK = 1 ] && { seq 1 5000 >&2; echo "the last words" >&2; exit 7; }; '
+                          'sleep 30'])
+    assert r.returncode == 7, r.stderr
+    report = r.stderr[r.stderr.index("rank 1/2"):]
+    assert "the last words" in report
+
+
+def test_an_exited_worker_s_pipe_held_by_a_descendant_delays_its_end_boundedly(xlaunch_bin,
+                                                                              tmp_path):
+    # The worker exits; a background child keeps its stdout open for a minute.
+    r = run(xlaunch_bin, ["--num_processes", "1", "--no_python", "/bin/sh", "-c",
+                          "echo before; (sleep 60; echo never) & exit 0"], timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "[rank0]: before" in r.stdout and "never" not in r.stdout
+
+
+def test_sigterm_while_many_workers_start_stops_the_job(xlaunch_bin, tmp_path):
+    marker = f"supervision-{os.getpid()}-{time.monotonic_ns()}"
+    p = subprocess.Popen([xlaunch_bin, "launch", "--num_processes", "48", "--term_timeout", "2",
+                          "--no_python", "/bin/sh", "-c",
+                          f"echo $$ > {tmp_path}/pid_$RANK; [ $RANK = 0 ] && exit 0; exec sleep 60"],
+                         env=merged_env({"SUPERVISION_MARK": marker}), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    wait_for_files(tmp_path, "pid_*", 3)
+    p.send_signal(signal.SIGTERM)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("SIGTERM while workers started was ignored")
+    assert p.returncode == 143, err
+    pids = [int(f.read_text()) for f in tmp_path.glob("pid_*")]
+    assert wait_until_gone(pids) == []
+    assert "finished successfully" not in err
+
+
+def _flooding_job(xlaunch_bin, tmp_path, extra_args, script):
+    """Starts a job whose console is a pipe nobody reads."""
+    read_end, write_end = os.pipe()
+    logs = tmp_path / "logs"
+    p = subprocess.Popen([xlaunch_bin, "launch", "--log_dir", str(logs), *extra_args,
+                          "--no_python", "/bin/sh", "-c", script],
+                         env=merged_env(None), stdout=write_end, stderr=write_end,
+                         start_new_session=True)
+    os.close(write_end)
+    return p, read_end, logs
+
+
+def _wait(p, what):
+    try:
+        return p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        raise AssertionError(f"the launcher froze on a console that stopped reading ({what})")
+
+
+def test_a_stalled_console_does_not_hide_a_failure(xlaunch_bin, tmp_path):
+    # Rank 0 floods the console; rank 1 fails once the console is surely full.
+    p, read_end, logs = _flooding_job(
+        xlaunch_bin, tmp_path, ["--num_processes", "2", "--term_timeout", "2"],
+        f'if [ $RANK = 0 ]; then yes flood | head -c 20000000; touch {tmp_path}/flooded; exec sleep 60; fi; '
+        f'while [ ! -e {tmp_path}/flooded ]; do sleep 0.05; done; echo failing >&2; exit 5')
+    try:
+        assert _wait(p, "failure") == 5
+    finally:
+        os.close(read_end)
+    run_dir, s = summary(logs)
+    assert {w["rank"]: w["exit_code"] for w in s["workers"]}[1] == 5
+    # Every byte reached the log even though the console took almost none of it.
+    assert (run_dir / "attempt_0/rank_0/stdout.log").stat().st_size == 20000000
+    log = (run_dir / "xlaunch.log").read_text()
+    assert "lines not shown because the console did not keep up" in log
+
+
+def test_a_stalled_console_does_not_delay_sigterm(xlaunch_bin, tmp_path):
+    p, read_end, logs = _flooding_job(
+        xlaunch_bin, tmp_path, ["--num_processes", "2", "--term_timeout", "2"],
+        f'yes flood | head -c 5000000; touch {tmp_path}/flooded_$RANK; exec sleep 60')
+    try:
+        wait_for_files(tmp_path, "flooded_*", 2)
+        p.send_signal(signal.SIGTERM)
+        assert _wait(p, "SIGTERM") == 143
+    finally:
+        os.close(read_end)
+    _, s = summary(logs)
+    assert all(w["signal"] == signal.SIGTERM for w in s["workers"]), s["workers"]
+
+
+def test_a_closed_console_does_not_stop_the_job(xlaunch_bin, tmp_path):
+    # `xlaunch launch ... 2>&1 | head -1`: the reader leaves after one line.
+    logs = tmp_path / "logs"
+    p = subprocess.Popen([xlaunch_bin, "launch", "--num_processes", "2", "--log_dir", str(logs),
+                          "--no_python", "/bin/sh", "-c",
+                          "sleep 0.5; seq 1 20000; echo to-stderr >&2; sleep 0.5; exit $RANK"],
+                         env=merged_env(None), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         start_new_session=True)
+    p.stdout.readline()
+    p.stdout.close()
+    assert _wait(p, "closed console") == 1
+    run_dir, s = summary(logs)
+    assert {w["rank"]: w["exit_code"] for w in s["workers"]} == {0: 0, 1: 1}
+    expected = "".join(f"{i}\n" for i in range(1, 20001))
+    for rank in range(2):
+        assert (run_dir / f"attempt_0/rank_{rank}/stdout.log").read_text() == expected
+        assert (run_dir / f"attempt_0/rank_{rank}/stderr.log").read_text() == "to-stderr\n"
+    assert "closed during the run" in (run_dir / "xlaunch.log").read_text()
