@@ -58,18 +58,32 @@ void open_channel(Channel& channel, int fd) {
   }
 }
 
+bool same_file(int a, int b) {
+  struct stat sa {};
+  struct stat sb {};
+  return ::fstat(a, &sa) == 0 && ::fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino && sa.st_rdev == sb.st_rdev;
+}
+
 class Console {
  public:
   Console() {
     open_channel(channels_[0], 1);
-    open_channel(channels_[1], 2);
+    // `2>&1` and a terminal: one queue for both, so that a partial write of one stream's
+    // line is never interleaved with the other's, and their order is kept.
+    if (same_file(1, 2)) {
+      route_[1] = &channels_[0];
+      channels_[1].buffer.close();
+    } else {
+      open_channel(channels_[1], 2);
+    }
   }
 
   void add(ConsoleStream stream, std::string_view text, bool own) {
     std::function<void()> notify;
     {
       std::lock_guard lock(mutex_);
-      Channel& channel = channels_[static_cast<int>(stream)];
+      Channel& channel = *route_[static_cast<int>(stream)];
       if (own) {
         channel.buffer.add_own_text(text);
       } else {
@@ -90,6 +104,7 @@ class Console {
   int wait_fd(ConsoleStream stream) {
     std::lock_guard lock(mutex_);
     const Channel& channel = channels_[static_cast<int>(stream)];
+    if (&channel != route_[static_cast<int>(stream)]) return -1;  // shares the other's queue
     if (channel.buffer.pending().empty() || channel.mode == WriteMode::plain) return -1;
     return channel.fd;
   }
@@ -125,12 +140,13 @@ class Console {
     std::lock_guard lock(mutex_);
     ConsoleStats s;
     for (const Channel& channel : channels_) {
+      if (route_[1] != &channels_[1] && &channel == &channels_[1]) continue;
       s.dropped_lines +=
           channel.buffer.dropped_lines_total() + count_lines(channel.buffer.pending());
       s.lost_lines += channel.buffer.lost_lines_total();
     }
-    s.out_closed = channels_[0].buffer.closed();
-    s.err_closed = channels_[1].buffer.closed();
+    s.out_closed = route_[0]->buffer.closed();
+    s.err_closed = route_[1]->buffer.closed();
     return s;
   }
 
@@ -177,6 +193,7 @@ class Console {
 
   std::mutex mutex_;
   Channel channels_[2];
+  Channel* route_[2] = {&channels_[0], &channels_[1]};
   std::function<void()> notify_;
   std::atomic<bool> gave_up_ = false;
 };
