@@ -176,3 +176,28 @@ def test_a_closed_console_does_not_stop_the_job(xlaunch_bin, tmp_path):
         assert (run_dir / f"attempt_0/rank_{rank}/stdout.log").read_text() == expected
         assert (run_dir / f"attempt_0/rank_{rank}/stderr.log").read_text() == "to-stderr\n"
     assert "closed during the run" in (run_dir / "xlaunch.log").read_text()
+
+
+def test_a_console_that_catches_up_shows_whole_lines_and_counts_the_dropped(xlaunch_bin,
+                                                                           tmp_path):
+    p, read_end, logs = _flooding_job(
+        xlaunch_bin, tmp_path, ["--num_processes", "1"],
+        f"yes flood | head -c 20000000; touch {tmp_path}/flooded; sleep 1")
+    try:
+        wait_for_files(tmp_path, "flooded", 1)
+        chunks = []
+        while chunk := os.read(read_end, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+    assert _wait(p, "catching up") == 0
+    shown, dropped = 0, 0
+    for line in b"".join(chunks).decode().splitlines():
+        if line.startswith("xlaunch: ") and "console lines dropped" in line:
+            dropped += int(line.split()[1])
+        elif not line.startswith("xlaunch: "):
+            assert line in ("[rank0]: flood", "[rank0]: fl"), line  # whole lines only
+            shown += 1
+    assert dropped > 0
+    # 3333333 lines of "flood" and a last "fl" without newline: each shown or counted.
+    assert shown + dropped == 3333334
