@@ -144,6 +144,13 @@ std::string summary_json(const RunSummary& s) {
     out += (i ? ",\n    " : "\n    ") + worker_json(s.workers[i]);
   }
   out += s.workers.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"not_started\": [";
+  for (std::size_t i = 0; i < s.not_started.size(); ++i) {
+    const WorkerOutcome& w = s.not_started[i];
+    out += fmt::format("{}{{\"rank\": {}, \"local_rank\": {}, \"attempt\": {}}}", i ? ", " : "",
+                       w.rank, w.local_rank, w.attempt);
+  }
+  out += "],\n";
   if (s.root_cause) {
     std::string tail;
     for (std::size_t i = 0; i < s.root_cause->stderr_tail.size(); ++i) {

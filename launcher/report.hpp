@@ -40,6 +40,8 @@ struct RunSummary {
   int exit_code = 0;
   std::optional<int> interrupted_by;   // signal that stopped the launcher
   std::vector<WorkerOutcome> workers;  // every attempt's
+  // Workers a stop kept from starting (a failure or a signal while workers started).
+  std::vector<WorkerOutcome> not_started;
   std::optional<RootCause> root_cause;
 };
 

@@ -73,3 +73,15 @@ TEST_CASE("summary.json lists every worker of every attempt", "[report]") {
   CHECK_THAT(json, Catch::Contains("\"exit_code\": 3"));
   CHECK_THAT(json, Catch::Contains("\"root_cause\": null"));
 }
+
+TEST_CASE("summary.json names the workers a stop kept from starting", "[report]") {
+  RunSummary s;
+  CHECK_THAT(summary_json(s), Catch::Contains("\"not_started\": []"));
+  WorkerOutcome late;
+  late.rank = 5;
+  late.local_rank = 5;
+  s.not_started = {late};
+  CHECK_THAT(
+      summary_json(s),
+      Catch::Contains("\"not_started\": [{\"rank\": 5, \"local_rank\": 5, \"attempt\": 0}]"));
+}

@@ -434,8 +434,17 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
     if (hooks.before_attempt) hooks.before_attempt(attempt);
     s.attempt = attempt;
     s.run_attempt(attempt);
-    for (const Worker& worker : s.workers) {
-      if (worker.outcome.pid != 0 || worker.outcome.end) summary.workers.push_back(worker.outcome);
+    for (int local_rank = 0; local_rank < s.plan.local_world_size; ++local_rank) {
+      const WorkerOutcome& outcome = s.workers[local_rank].outcome;
+      if (outcome.pid != 0 || outcome.end) {
+        summary.workers.push_back(outcome);
+      } else {
+        WorkerOutcome missing;
+        missing.rank = s.plan.rank_offset + local_rank;
+        missing.local_rank = local_rank;
+        missing.attempt = attempt;
+        summary.not_started.push_back(missing);
+      }
     }
     if (hooks.after_attempt) {
       std::optional<FailureRecord> local;

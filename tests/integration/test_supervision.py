@@ -88,6 +88,7 @@ def test_an_exited_worker_s_pipe_held_by_a_descendant_delays_its_end_boundedly(x
 def test_sigterm_while_many_workers_start_stops_the_job(xlaunch_bin, tmp_path):
     marker = f"supervision-{os.getpid()}-{time.monotonic_ns()}"
     p = subprocess.Popen([xlaunch_bin, "launch", "--num_processes", "48", "--term_timeout", "2",
+                          "--log_dir", str(tmp_path / "logs"),
                           "--no_python", "/bin/sh", "-c",
                           f"echo $$ > {tmp_path}/pid_$RANK; [ $RANK = 0 ] && exit 0; exec sleep 60"],
                          env=merged_env({"SUPERVISION_MARK": marker}), stdout=subprocess.DEVNULL,
@@ -103,6 +104,11 @@ def test_sigterm_while_many_workers_start_stops_the_job(xlaunch_bin, tmp_path):
     pids = [int(f.read_text()) for f in tmp_path.glob("pid_*")]
     assert wait_until_gone(pids) == []
     assert "finished successfully" not in err
+    s = json.loads(next(tmp_path.glob("logs/*/summary.json")).read_text())
+    started = sorted(w["rank"] for w in s["workers"])
+    not_started = sorted(w["rank"] for w in s["not_started"])
+    assert sorted(started + not_started) == list(range(48))
+    assert all(w["exit_code"] is not None or w["signal"] is not None for w in s["workers"])
 
 
 def _flooding_job(xlaunch_bin, tmp_path, extra_args, script):
@@ -163,7 +169,9 @@ def test_a_closed_console_does_not_stop_the_job(xlaunch_bin, tmp_path):
     logs = tmp_path / "logs"
     p = subprocess.Popen([xlaunch_bin, "launch", "--num_processes", "2", "--log_dir", str(logs),
                           "--no_python", "/bin/sh", "-c",
-                          "sleep 0.5; seq 1 20000; echo to-stderr >&2; sleep 0.5; exit $RANK"],
+                          "sleep 0.5; seq 1 20000; echo to-stderr >&2; "
+                          f"[ $RANK = 0 ] && {{ touch {tmp_path}/rank0_done; exit 0; }}; "
+                          f"while [ ! -e {tmp_path}/rank0_done ]; do sleep 0.05; done; exit 1"],
                          env=merged_env(None), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          start_new_session=True)
     p.stdout.readline()
