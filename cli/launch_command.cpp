@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/launch_flags.hpp"
@@ -40,16 +42,25 @@ void add_launch_command(CLI::App& app, Action& run) {
       "Exit code: the first failing worker's (128+N for signal N), 2 for usage errors, 130 "
       "after Ctrl-C.\nSee docs/launch.md for every flag, variable and the log layout.");
   add_launch_flags(*cmd, *flags);
-  cmd->callback([cmd, flags, &run] {
-    run = [cmd, flags] {
+  // PROGRAM and its arguments, as one positional list. Having a positional lets "--" end the
+  // options (without one, CLI11 hands "--" and all after it back to the top-level parser), and
+  // positionals_at_end makes every word after PROGRAM the worker's, even "--num_processes".
+  auto command = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("PROGRAM", *command, "The program and its arguments, passed on untouched")
+      ->allow_extra_args()
+      ->type_name("");
+  cmd->positionals_at_end();
+  cmd->callback([cmd, flags, command, &run] {
+    run = [cmd, flags, command] {
       finish_launch_flags(*cmd, *flags);
-      std::vector<std::string> rest = cmd->remaining();
+      // What CLI11 could not place: flags it does not know, and the "--" mark itself.
+      std::vector<std::string> stray = cmd->remaining();
+      std::erase(stray, "--");
+      if (!stray.empty()) throw unknown_flag(*cmd, stray.front());
+      const std::vector<std::string>& rest = *command;
       if (rest.empty()) {
         throw UsageError("no program given", "usage: xlaunch launch [OPTIONS] PROGRAM [ARGS...]");
       }
-      // Everything from PROGRAM on is the worker's, so an unknown flag lands here.
-      if (rest.front().starts_with("-") && rest.front() != "-")
-        throw unknown_flag(*cmd, rest.front());
       launcher::LaunchRequest request;
       request.settings = resolve_launch_settings(*flags);
       request.program.program = rest.front();

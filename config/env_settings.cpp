@@ -28,7 +28,7 @@ Settings settings_from_env(const Getenv& getenv, std::vector<std::string>* notic
     std::string notice;
     if (!key.parse(*value, out, notice)) {
       problems.push_back(fmt::format("environment variable {}: bad value '{}' (allowed: {})", name,
-                                     *value, key.allowed));
+                                     printable(*value), key.allowed));
     } else if (!notice.empty() && notices != nullptr) {
       notices->push_back(fmt::format("environment variable {}: {}", name, notice));
     }

@@ -16,8 +16,8 @@ Settings settings_from_flags(const std::vector<std::pair<std::string, std::strin
     if (spec == nullptr) {
       problems.push_back(fmt::format("flag --{}: not a config key", key));
     } else if (!spec->parse(value, out, notice)) {
-      problems.push_back(
-          fmt::format("flag --{}: bad value '{}' (allowed: {})", key, value, spec->allowed));
+      problems.push_back(fmt::format("flag --{}: bad value '{}' (allowed: {})", key,
+                                     printable(value), spec->allowed));
     }
   }
   throw_if_problems("invalid flags", problems, "docs/config.md lists every key's values");

@@ -11,6 +11,19 @@
 #include "config/yaml_io.hpp"
 
 namespace xlaunch::config {
+namespace {
+
+/// A folder reads as an empty file, which would silently drop every setting in it.
+void reject_directory(const std::string& path, std::string_view source) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw UsageError(fmt::format("config file {} is a directory ({})", path, source),
+                     fmt::format("give the YAML file itself, e.g. {}/default_config.yaml",
+                                 path.ends_with('/') ? path.substr(0, path.size() - 1) : path));
+  }
+}
+
+}  // namespace
 
 std::string_view to_string(Origin origin) {
   switch (origin) {
@@ -38,10 +51,14 @@ Resolved resolve(const Settings& flags, const std::optional<std::string>& config
                       "the path",
                       *config_file_flag));
     }
+    reject_directory(*config_file_flag, "--config_file");
     out.config_file = *config_file_flag;
   } else if (auto path = default_config_path(getenv)) {
     std::error_code ec;
     if (std::filesystem::exists(*path, ec)) {
+      const auto named = getenv("XLAUNCH_CONFIG_FILE");
+      reject_directory(
+          *path, named && !named->empty() ? "XLAUNCH_CONFIG_FILE" : "the default config file");
       out.config_file = *path;
     } else if (auto named = getenv("XLAUNCH_CONFIG_FILE"); named && !named->empty()) {
       out.notices.push_back(fmt::format(

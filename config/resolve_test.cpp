@@ -5,11 +5,14 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "config/env_settings.hpp"
+#include "config/flag_settings.hpp"
 #include "config/paths.hpp"
 #include "config/usage_error.hpp"
+#include "config/yaml_io.hpp"
 
 using namespace xlaunch::config;
 namespace fs = std::filesystem;
@@ -150,4 +153,41 @@ TEST_CASE("a bad file is reported before the environment is looked at", "[resolv
   TempDir dir;
   const std::string file = dir.write("bad.yaml", "num_processes: x\n");
   CHECK_THROWS_AS(resolve({}, file, fake_env({})), xlaunch::UsageError);
+}
+
+TEST_CASE("a run id from the environment or a flag is checked like the file's", "[resolve]") {
+  try {
+    settings_from_env(fake_env({{"XLAUNCH_RDZV_ID", "../../tmp/x"}}));
+    FAIL("no error");
+  } catch (const xlaunch::UsageError& e) {
+    CHECK(std::string(e.what()).find("environment variable XLAUNCH_RDZV_ID: bad value "
+                                     "'../../tmp/x'") != std::string::npos);
+  }
+  try {
+    settings_from_flags({{"rdzv_id", "a\nb"}, {"term_timeout", "9223372037"}});
+    FAIL("no error");
+  } catch (const xlaunch::UsageError& e) {
+    CHECK(std::string(e.what()).find("flag --rdzv_id: bad value 'a\\nb'") != std::string::npos);
+    CHECK(std::string(e.what()).find("flag --term_timeout: bad value '9223372037'") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("a config file that is a directory is a usage error naming its source", "[resolve]") {
+  TempDir dir;
+  auto message_of = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const xlaunch::UsageError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string folder = dir.path.string();
+  CHECK(message_of([&] { resolve({}, folder, fake_env({})); }) ==
+        "config file " + folder + " is a directory (--config_file)");
+  CHECK(message_of([&] {
+          resolve({}, std::nullopt, fake_env({{"XLAUNCH_CONFIG_FILE", folder}}));
+        }) == "config file " + folder + " is a directory (XLAUNCH_CONFIG_FILE)");
+  CHECK(message_of([&] { load_config_file(folder); }).find("is a directory") != std::string::npos);
 }

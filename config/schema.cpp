@@ -64,7 +64,8 @@ KeySpec seconds_key(std::string_view name, Field<double> field, bool zero_ok,
           help,
           [field, zero_ok](std::string_view text, Settings& into, std::string&) {
             const auto value = parse_number(text);
-            if (!value || !std::isfinite(*value) || *value < 0 || (!zero_ok && *value == 0)) {
+            if (!value || !std::isfinite(*value) || *value < 0 || (!zero_ok && *value == 0) ||
+                *value > kMaxSeconds) {
               return false;
             }
             into.*field = *value;
@@ -251,14 +252,26 @@ std::vector<KeySpec> build_schema() {
                           "where per-rank logs are written", non_empty));
   keys.push_back(int_key("max_restarts", &Settings::max_restarts, 0, 1 << 20, "an integer >= 0",
                          "restarts of the whole worker group after a failure"));
-  keys.push_back(seconds_key("term_timeout", &Settings::term_timeout, true, "seconds >= 0",
+  keys.push_back(seconds_key("term_timeout", &Settings::term_timeout, true,
+                             "seconds >= 0 and <= 1000000",
                              "grace period between SIGTERM and SIGKILL"));
-  keys.push_back(seconds_key("rdzv_timeout", &Settings::rdzv_timeout, false, "seconds > 0",
+  keys.push_back(seconds_key("rdzv_timeout", &Settings::rdzv_timeout, false,
+                             "seconds > 0 and <= 1000000",
                              "how long machines wait for each other"));
   keys.push_back(seconds_key("heartbeat_timeout", &Settings::heartbeat_timeout, false,
-                             "seconds > 0", "a machine silent this long counts as failed"));
-  keys.push_back(text_key("rdzv_id", &Settings::rdzv_id, ValueKind::Text, "a job id",
-                          "identifies the job all machines join", non_empty));
+                             "seconds > 0 and <= 1000000",
+                             "a machine silent this long counts as failed"));
+  // Not trimmed like other text: the id names folders, so what is checked is what is used.
+  keys.push_back({"rdzv_id", ValueKind::Text,
+                  "a name of 1-128 letters, digits, '.', '_' or '-', starting with a letter or "
+                  "digit (it names the run's folders)",
+                  "identifies the job all machines join",
+                  [](std::string_view text, Settings& into, std::string&) {
+                    if (!is_valid_run_id(text)) return false;
+                    into.rdzv_id = std::string(text);
+                    return true;
+                  },
+                  [](const Settings& s) { return s.rdzv_id; }});
   keys.push_back(text_key("tee", &Settings::tee, ValueKind::Text,
                           "0-3 (none, stdout, stderr, both) or rank:value pairs such as 0:3,1:2",
                           "copy worker output to the console as well as the log files",
@@ -400,6 +413,15 @@ std::optional<bool> parse_boolean(std::string_view text) {
   if (t == "true" || t == "yes" || t == "on" || t == "y" || t == "1") return true;
   if (t == "false" || t == "no" || t == "off" || t == "n" || t == "0") return false;
   return std::nullopt;
+}
+
+bool is_valid_run_id(std::string_view text) {
+  auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (text.empty() || text.size() > kMaxRunIdLength || !alnum(text.front())) return false;
+  return std::all_of(text.begin(), text.end(),
+                     [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
 }
 
 std::optional<std::string> normalize_gpu_ids(std::string_view text) {

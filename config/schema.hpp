@@ -3,6 +3,7 @@
 // `config show` and the writer, so a key is added in one place.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -61,6 +62,16 @@ std::optional<long long> parse_integer(std::string_view text);
 std::optional<double> parse_number(std::string_view text);
 /// true/false, yes/no, on/off, y/n, 1/0, case-insensitively.
 std::optional<bool> parse_boolean(std::string_view text);
+
+/// A run id names folders (LOG_DIR/<id>, $TMPDIR/xlaunch-<id>-*) and store keys, so it is a
+/// plain name: 1..kMaxRunIdLength letters, digits, '.', '_' or '-', starting with a letter or
+/// digit (no "..", "/", blanks, control characters or leading '-').
+inline constexpr std::size_t kMaxRunIdLength = 128;
+bool is_valid_run_id(std::string_view text);
+
+/// The longest duration setting (term_timeout, rdzv_timeout, heartbeat_timeout) accepted:
+/// 1,000,000 s (11.6 days). Longer ones overflow the clocks they are added to.
+inline constexpr double kMaxSeconds = 1e6;
 
 /// "all", or comma-separated non-negative GPU indexes ("0", "1,3", "0, 2"). Normalised
 /// without blanks; nullopt when malformed.

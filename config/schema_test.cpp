@@ -117,3 +117,51 @@ TEST_CASE("scalar parsers are strict", "[schema]") {
   CHECK(normalize_gpu_ids("ALL") == "all");
   CHECK(env_var_name("num_processes") == "XLAUNCH_NUM_PROCESSES");
 }
+
+TEST_CASE("rdzv_id takes plain names only: it names folders", "[schema]") {
+  std::string notice;
+  auto accepts = [&](const std::string& text) {
+    Settings s;
+    return find_key("rdzv_id")->parse(text, s, notice) && s.rdzv_id == text;
+  };
+  CHECK(accepts("exp42"));
+  CHECK(accepts("20261121-232345-2c2e42"));
+  CHECK(accepts("Job.1_a-b"));
+  CHECK(accepts(std::string(128, 'a')));
+  CHECK_FALSE(accepts(std::string(129, 'a')));
+  CHECK_FALSE(accepts(""));
+  CHECK_FALSE(accepts(".."));
+  CHECK_FALSE(accepts(".hidden"));
+  CHECK_FALSE(accepts("-flag"));
+  CHECK_FALSE(accepts("a/../../victim"));
+  CHECK_FALSE(accepts("/abs"));
+  CHECK_FALSE(accepts("a b"));
+  CHECK_FALSE(accepts("a\nb"));
+  CHECK_FALSE(accepts("a\n"));  // not trimmed: what is checked is what names the folder
+  CHECK_FALSE(accepts(std::string("a\0b", 3)));
+  CHECK_FALSE(accepts("caf\xc3\xa9"));
+}
+
+TEST_CASE("the run id rule is one pure function", "[schema]") {
+  CHECK(is_valid_run_id("default"));
+  CHECK(is_valid_run_id("0"));
+  CHECK_FALSE(is_valid_run_id("a..b/c"));
+  CHECK(is_valid_run_id("a..b"));  // dots inside a name are harmless; only '/' makes a path
+  CHECK(kMaxRunIdLength == 128);
+}
+
+TEST_CASE("durations are bounded so that they cannot overflow a clock", "[schema]") {
+  std::string notice;
+  for (const char* key : {"term_timeout", "rdzv_timeout", "heartbeat_timeout"}) {
+    INFO(key);
+    Settings s;
+    CHECK(find_key(key)->parse("1000000", s, notice));
+    CHECK_FALSE(find_key(key)->parse("1000000.5", s, notice));
+    CHECK_FALSE(find_key(key)->parse("9223372037", s, notice));
+    CHECK_FALSE(find_key(key)->parse("1e300", s, notice));
+    CHECK_FALSE(find_key(key)->parse("inf", s, notice));
+    CHECK_FALSE(find_key(key)->parse("nan", s, notice));
+  }
+  Settings s;
+  CHECK(find_key("term_timeout")->parse("0", s, notice));  // 0: SIGKILL right after SIGTERM
+}

@@ -18,10 +18,10 @@ std::string where(const std::string& origin, const YAML::Mark& mark) {
 
 /// The value as the user wrote it, for messages: scalars verbatim, the rest in flow style.
 std::string shown(const YAML::Node& node) {
-  if (node.IsScalar()) return node.Scalar();
+  if (node.IsScalar()) return printable(node.Scalar());
   YAML::Emitter out;
   out << YAML::Flow << node;
-  return out.c_str();
+  return printable(std::string(out.c_str(), out.size()));
 }
 
 /// Whether an ignored accelerate key's value leaves behaviour unchanged ({} , null, false...).
@@ -45,6 +45,25 @@ std::optional<std::string> joined_scalars(const YAML::Node& list) {
 }
 
 }  // namespace
+
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\0') {
+      out += "\\0";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 void throw_if_problems(std::string_view title, const std::vector<std::string>& problems,
                        std::string_view hint) {

@@ -24,6 +24,10 @@ struct LoadedConfig {
 /// "ORIGIN:LINE:COL: key 'x': bad value 'y' (allowed: ...)". An empty document is valid.
 LoadedConfig validate_document(const YAML::Node& root, const std::string& origin);
 
+/// `text` with control characters escaped (\n, \t, \0, \x1b...), so a bad value shows on
+/// one line exactly as it was given.
+std::string printable(std::string_view text);
+
 /// Throws UsageError("<title> (N problems):\n<one per line>", hint) when `problems` is not
 /// empty; does nothing otherwise.
 void throw_if_problems(std::string_view title, const std::vector<std::string>& problems,

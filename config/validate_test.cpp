@@ -93,7 +93,7 @@ TEST_CASE("each kind of bad value names file, line, column, key, value and what 
   CHECK(contains(error_of("gpu_ids: {a: 1}\n"), "key 'gpu_ids': bad value '{a: 1}'"));
   CHECK(contains(error_of("gpu_ids: 0;1\n"), "key 'gpu_ids': bad value '0;1' (allowed: all, or"));
   CHECK(contains(error_of("rdzv_backend: etcd\n"), "(allowed: static, c10d)"));
-  CHECK(contains(error_of("term_timeout: -3\n"), "(allowed: seconds >= 0)"));
+  CHECK(contains(error_of("term_timeout: -3\n"), "(allowed: seconds >= 0 and <= 1000000)"));
   CHECK(contains(error_of("compute_environment: AMAZON_SAGEMAKER\n"), "(allowed: LOCAL_MACHINE)"));
 }
 
@@ -197,4 +197,17 @@ TEST_CASE("to_yaml round-trips every key", "[validate]") {
   CHECK(back.notices.empty());
   CHECK(text.find("distributed_type: DP") != std::string::npos);
   CHECK(to_yaml(Settings{}).find("{}") != std::string::npos);
+}
+
+TEST_CASE("a run id that is a path is refused at its line, shown on one line", "[validate]") {
+  const std::string dots = error_of("num_processes: 2\nrdzv_id: a/../../victim\n");
+  CHECK(contains(dots, "f.yaml:2:10: key 'rdzv_id': bad value 'a/../../victim'"));
+  CHECK(contains(dots, "letters, digits"));
+  const std::string nul = error_of("rdzv_id: \"a\\0b\\nc\"\n");
+  CHECK(contains(nul, "bad value 'a\\0b\\nc'"));
+}
+
+TEST_CASE("printable escapes control characters", "[validate]") {
+  CHECK(printable("plain") == "plain");
+  CHECK(printable(std::string("a\0b\n\t\x1b", 6)) == "a\\0b\\n\\t\\x1b");
 }

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -36,6 +37,12 @@ YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
 }
 
 std::string read_text_file(const std::string& path) {
+  // An ifstream opens a folder without complaint and reads nothing from it.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw UsageError(fmt::format("cannot read config file {}: it is a directory", path),
+                     "give the YAML file itself, not its folder");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw UsageError(fmt::format("cannot open config file {}: {}", path, std::strerror(errno)),

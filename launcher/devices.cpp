@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "config/usage_error.hpp"
+#include "config/validate.hpp"
 #include "launcher/text.hpp"
 
 namespace xlaunch::launcher {
@@ -22,9 +23,8 @@ bool is_valid_entry(std::string_view entry) {
          (entry.size() > 4 && (entry.starts_with("GPU-") || entry.starts_with("MIG-")));
 }
 
-}  // namespace
-
-std::vector<std::string> parse_cuda_visible_devices(std::string_view value) {
+/// The entries CUDA reads: up to the first invalid one.
+std::vector<std::string> valid_prefix(std::string_view value) {
   std::vector<std::string> kept;
   if (trim(value).empty()) return kept;
   for (std::string_view entry : split(value, ',')) {
@@ -33,6 +33,54 @@ std::vector<std::string> parse_cuda_visible_devices(std::string_view value) {
     kept.emplace_back(entry);
   }
   return kept;
+}
+
+/// "007" and "7" name the same device, as CUDA reads indices as numbers.
+std::string device_key(const std::string& entry) {
+  if (!is_index(entry)) return entry;
+  const std::size_t first = entry.find_first_not_of('0');
+  return first == std::string::npos ? "0" : entry.substr(first);
+}
+
+/// The valid entries with repeats dropped: what the user most likely meant.
+std::vector<std::string> valid_prefix_unique(std::string_view value) {
+  std::vector<std::string> out;
+  std::vector<std::string> keys;
+  for (const std::string& entry : valid_prefix(value)) {
+    if (std::find(keys.begin(), keys.end(), device_key(entry)) != keys.end()) continue;
+    keys.push_back(device_key(entry));
+    out.push_back(entry);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> repeated_cuda_device(std::string_view value) {
+  std::vector<std::string> seen;
+  for (const std::string& entry : valid_prefix(value)) {
+    const std::string key = device_key(entry);
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) return entry;
+    seen.push_back(key);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> parse_cuda_visible_devices(std::string_view value) {
+  // CUDA (and PyTorch's device count, which mirrors it) shows no device at all when one is
+  // named twice, rather than stopping the list there as it does at an invalid entry.
+  if (repeated_cuda_device(value)) return {};
+  return valid_prefix(value);
+}
+
+std::optional<std::string> cuda_visible_devices_warning(const std::optional<std::string>& value) {
+  if (!value) return std::nullopt;
+  const auto repeated = repeated_cuda_device(*value);
+  if (!repeated) return std::nullopt;
+  return fmt::format(
+      "CUDA_VISIBLE_DEVICES={} names device {} twice; CUDA then shows no GPU at all, so xlaunch "
+      "uses none (list each GPU once, e.g. CUDA_VISIBLE_DEVICES={})",
+      config::printable(*value), *repeated, fmt::join(valid_prefix_unique(*value), ","));
 }
 
 std::vector<std::string> visible_gpus(const std::optional<std::string>& cuda_visible_devices,

@@ -12,8 +12,17 @@ namespace xlaunch::launcher {
 
 /// Splits CUDA_VISIBLE_DEVICES with CUDA's rules: comma-separated entries, each a
 /// non-negative index, a "GPU-<uuid>" or a "MIG-<id>"; the list ends at the first invalid
-/// entry. An empty value means no GPU. Returns the entries kept.
+/// entry. An empty value means no GPU, and so does a list that names a device twice before
+/// that point ("0,0", "1,01"): CUDA then shows no device at all. Returns the entries kept.
 std::vector<std::string> parse_cuda_visible_devices(std::string_view value);
+
+/// The first entry CUDA_VISIBLE_DEVICES repeats (before any invalid entry), as written the
+/// second time; nullopt when none is.
+std::optional<std::string> repeated_cuda_device(std::string_view value);
+
+/// What to tell the user about the launcher's CUDA_VISIBLE_DEVICES (nullopt = unset), or
+/// nullopt when there is nothing to say. Today: a repeated device, which hides every GPU.
+std::optional<std::string> cuda_visible_devices_warning(const std::optional<std::string>& value);
 
 /// The GPUs the launcher can see, as CUDA would number them: element i is what names
 /// device i in the workers' CUDA_VISIBLE_DEVICES. `cuda_visible_devices` is the launcher's

@@ -54,3 +54,28 @@ TEST_CASE("gpu_ids index into the GPUs the launcher sees", "[devices]") {
   CHECK_THROWS_AS(select_gpus("-1", visible), xlaunch::UsageError);
   CHECK_THROWS_WITH(select_gpus("1,1", visible), Catch::Contains("listed twice"));
 }
+
+TEST_CASE("a device named twice in CUDA_VISIBLE_DEVICES hides every GPU, as in CUDA", "[devices]") {
+  CHECK(parse_cuda_visible_devices("0,0") == Strings{});
+  CHECK(parse_cuda_visible_devices("0,1,2,1") == Strings{});
+  CHECK(parse_cuda_visible_devices("1,01") == Strings{});  // the same index, written twice
+  CHECK(parse_cuda_visible_devices("GPU-abc,GPU-abc") == Strings{});
+  // A repeat after an invalid entry is never read: the list already ended.
+  CHECK(parse_cuda_visible_devices("0,-1,0") == Strings{"0"});
+  CHECK(repeated_cuda_device("0,1,2,1") == "1");
+  CHECK(repeated_cuda_device("3,003") == "003");
+  CHECK_FALSE(repeated_cuda_device("0,1,x,1"));
+  CHECK_FALSE(repeated_cuda_device("0,10"));
+  CHECK(visible_gpus(std::string("0,0"), gpus(2)) == Strings{});
+  CHECK(visible_gpus(std::string("0,0"), std::nullopt) == Strings{});
+}
+
+TEST_CASE("the repeated device warning names the entry and a fix", "[devices]") {
+  CHECK_FALSE(cuda_visible_devices_warning(std::nullopt));
+  CHECK_FALSE(cuda_visible_devices_warning(std::string("0,1")));
+  const auto warning = cuda_visible_devices_warning(std::string("2,0,2"));
+  REQUIRE(warning);
+  CHECK(*warning ==
+        "CUDA_VISIBLE_DEVICES=2,0,2 names device 2 twice; CUDA then shows no GPU at all, so "
+        "xlaunch uses none (list each GPU once, e.g. CUDA_VISIBLE_DEVICES=2,0)");
+}

@@ -34,8 +34,13 @@ bool is_readable_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), R_OK) == 0;
 }
 
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
 }  // namespace
 
-ExecProbe host_exec_probe() { return ExecProbe{find_executable, is_readable_file}; }
+ExecProbe host_exec_probe() { return ExecProbe{find_executable, is_readable_file, exists}; }
 
 }  // namespace xlaunch::launcher

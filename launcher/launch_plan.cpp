@@ -6,7 +6,9 @@
 
 #include <cmath>
 
+#include "config/schema.hpp"
 #include "config/usage_error.hpp"
+#include "config/validate.hpp"
 #include "launcher/devices.hpp"
 #include "launcher/text.hpp"
 
@@ -92,6 +94,13 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
   LaunchPlan plan;
   plan.argv = std::move(argv);
   plan.run_id = s.rdzv_id.value_or(run_id);
+  // The config schema checks ids from flags, env and files; this also covers settings built
+  // in code, since the id becomes a folder name.
+  if (!config::is_valid_run_id(plan.run_id)) {
+    throw UsageError(
+        fmt::format("--rdzv_id: '{}' is not a valid run id", config::printable(plan.run_id)),
+        "use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit");
+  }
   plan.num_machines = positive(s.num_machines, "--num_machines", 1);
   plan.machine_rank = s.machine_rank.value_or(0);
   if (plan.machine_rank < 0 || plan.machine_rank >= plan.num_machines) {
@@ -162,8 +171,10 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
     throw UsageError(fmt::format("--max_restarts must be 0 or more (got {})", plan.max_restarts));
   }
   double term = s.term_timeout.value_or(10.0);
-  if (!(term >= 0) || !std::isfinite(term)) {
-    throw UsageError(fmt::format("--term_timeout must be a number of seconds ≥ 0 (got {})", term));
+  // Bounded so that now + term_timeout cannot overflow the clock (9223372037 s wrapped to 0).
+  if (!(term >= 0) || !(term <= config::kMaxSeconds)) {
+    throw UsageError(fmt::format("--term_timeout must be 0 to {:.0f} seconds (got {})",
+                                 config::kMaxSeconds, term));
   }
   plan.term_timeout = std::chrono::milliseconds(static_cast<long long>(term * 1000));
 

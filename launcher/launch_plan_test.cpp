@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "config/schema.hpp"
 #include "config/usage_error.hpp"
 
 using namespace xlaunch;
@@ -107,6 +108,11 @@ TEST_CASE("ports, timeouts and restarts are checked", "[plan]") {
   CHECK_THROWS_AS(plan_for(s), UsageError);
   s.term_timeout = 0.25;
   CHECK(plan_for(s).term_timeout == std::chrono::milliseconds(250));
+  s.term_timeout = 9223372037.0;  // seconds whose nanoseconds overflow a 64-bit clock
+  CHECK_THROWS_WITH(plan_for(s), Catch::Contains("--term_timeout must be 0 to 1000000 seconds"));
+  s.term_timeout = 1e6;
+  CHECK(plan_for(s).term_timeout == std::chrono::seconds(1'000'000));
+  s.term_timeout = std::nullopt;
   s.max_restarts = -1;
   CHECK_THROWS_AS(plan_for(s), UsageError);
 }
@@ -115,4 +121,18 @@ TEST_CASE("run ids sort by time", "[plan]") {
   using namespace std::chrono;
   auto t = sys_days{year{2026} / 11 / 21} + hours{23} + minutes{5} + seconds{9};
   CHECK(make_run_id(t, 0xabcdef) == "20261121-230509-abcdef");
+}
+
+TEST_CASE("generated run ids pass the run id rule; a bad given one is refused", "[plan]") {
+  using namespace std::chrono;
+  for (std::uint32_t random : {0u, 1u, 0xffffffu, 0xffffffffu}) {
+    CHECK(config::is_valid_run_id(make_run_id(system_clock::now(), random)));
+  }
+  CHECK(config::is_valid_run_id(make_run_id(system_clock::time_point{}, 7)));
+  config::Settings s;
+  CHECK(make_plan(s, {"/bin/true"}, {}, "fresh-id").run_id == "fresh-id");
+  CHECK_THROWS_WITH(make_plan(s, {"/bin/true"}, {}, "a/../b"),
+                    Catch::Contains("'a/../b' is not a valid run id"));
+  s.rdzv_id = "../victim";
+  CHECK_THROWS_AS(plan_for(s), UsageError);
 }

@@ -10,6 +10,7 @@
 
 #include "config/usage_error.hpp"
 #include "launcher/agent.hpp"
+#include "launcher/capacity.hpp"
 #include "launcher/cluster_env.hpp"
 #include "launcher/console.hpp"
 #include "launcher/devices.hpp"
@@ -160,6 +161,9 @@ int launch(const LaunchRequest& request) {
   const config::Settings settings = apply_cluster(request.settings, cluster);
 
   std::optional<NvmlReport> nvml = query_nvml();
+  if (auto warning = cuda_visible_devices_warning(lookup(parent_env, "CUDA_VISIBLE_DEVICES"))) {
+    fmt::print(stderr, "xlaunch: warning: {}\n", *warning);
+  }
   const std::vector<std::string> visible =
       visible_gpus(lookup(parent_env, "CUDA_VISIBLE_DEVICES"), nvml);
   std::vector<std::string> argv = resolve_worker_argv(
@@ -168,6 +172,7 @@ int launch(const LaunchRequest& request) {
   LaunchPlan plan =
       make_plan(settings, std::move(argv), visible, make_run_id(Clock::now(), entropy()));
   check_machines(plan, settings);
+  check_capacity(plan, settings, read_capacity_limits());  // before anything is started
 
   // Forked before the store's thread exists.
   GroupGuardian guardian = GroupGuardian::start();

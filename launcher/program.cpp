@@ -22,10 +22,12 @@ std::vector<std::string> resolve_worker_argv(const ProgramSpec& spec, const std:
   if (runs_under_python(spec)) {
     auto python = probe.find_executable(spec.python, path_var);
     if (!python) {
+      // A path that is there but cannot be run is 126, as in the shell; a missing one is 127.
+      const bool exists = spec.python.find('/') != std::string::npos && probe.exists(spec.python);
       throw LaunchError(
-          fmt::format("cannot run Python programs: interpreter '{}' not found or not executable",
-                      spec.python),
-          exit_status::kNotFound,
+          fmt::format("cannot run Python programs: interpreter '{}' {}", spec.python,
+                      exists ? "is not an executable file" : "not found"),
+          exists ? exit_status::kCannotExecute : exit_status::kNotFound,
           "choose one with --python /path/to/python3 or XLAUNCH_PYTHON, or run a binary with "
           "--no_python");
     }
@@ -41,7 +43,7 @@ std::vector<std::string> resolve_worker_argv(const ProgramSpec& spec, const std:
   } else {
     auto executable = probe.find_executable(spec.program, path_var);
     if (!executable) {
-      bool exists = probe.is_readable_file(spec.program);
+      bool exists = probe.exists(spec.program);
       throw LaunchError(
           exists ? fmt::format("program '{}' is not executable", spec.program)
                  : fmt::format("program '{}' not found{}", spec.program,

@@ -24,6 +24,9 @@ struct ExecProbe {
       find_executable;
   /// Whether `path` names a readable regular file.
   std::function<bool(const std::string& path)> is_readable_file;
+  /// Whether anything is at `path` (stat succeeds): what tells "not executable" (126)
+  /// from "not found" (127).
+  std::function<bool(const std::string& path)> exists;
 };
 
 /// True when the program is run by the Python interpreter.

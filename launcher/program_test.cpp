@@ -29,7 +29,10 @@ ExecProbe fake_probe(std::set<std::string> executables, std::set<std::string> fi
         if (executables.contains(full)) return full;
         return std::nullopt;
       },
-      [files](const std::string& path) { return files.contains(path); }};
+      [files](const std::string& path) { return files.contains(path); },
+      [executables, files](const std::string& path) {
+        return files.contains(path) || executables.contains(path);
+      }};
 }
 
 int exit_code_of_error(const ProgramSpec& spec, const ExecProbe& probe) {
@@ -75,4 +78,15 @@ TEST_CASE("a program that cannot run is reported with its name and a hint", "[pr
   no_interpreter.python = "python9";
   CHECK_THROWS_WITH(resolve_worker_argv(no_interpreter, "/usr/bin", probe),
                     Catch::Contains("interpreter 'python9' not found"));
+}
+
+TEST_CASE("an interpreter path that exists but cannot run is 126, a missing one 127", "[program]") {
+  auto probe = fake_probe({"/usr/bin/python3"}, {"train.py", "/etc/passwd"});
+  ProgramSpec spec = spec_of("train.py");
+  spec.python = "/etc/passwd";
+  CHECK(exit_code_of_error(spec, probe) == xlaunch::exit_status::kCannotExecute);
+  CHECK_THROWS_WITH(resolve_worker_argv(spec, "/usr/bin", probe),
+                    Catch::Contains("'/etc/passwd' is not an executable file"));
+  spec.python = "/opt/none/python3";
+  CHECK(exit_code_of_error(spec, probe) == xlaunch::exit_status::kNotFound);
 }

@@ -2,9 +2,12 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,43 +22,87 @@
 namespace fs = std::filesystem;
 
 namespace xlaunch::launcher {
+namespace {
+
+// A run id reused this many times in one log folder is surely a script bug, not a plan.
+constexpr int kMaxFolderSuffix = 1000;
+
+LaunchError cannot_create(const std::string& dir, int error, std::string hint) {
+  return LaunchError(fmt::format("cannot create the log folder {}: {}", dir, std::strerror(error)),
+                     exit_status::kUsageError, std::move(hint));
+}
+
+/// mkdir(2) of one new folder: true when this call created it, false when it existed.
+bool make_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0) return true;
+  if (errno == EEXIST) return false;
+  throw LaunchError(fmt::format("cannot create {}: {}", dir, std::strerror(errno)),
+                    exit_status::kFailure);
+}
+
+}  // namespace
 
 RunFiles::RunFiles(const std::string& run_id, const std::optional<std::string>& log_dir) {
-  std::error_code ec;
+  std::optional<std::string> taken;
   if (log_dir) {
-    run_dir_ = (fs::path(*log_dir) / run_id).string();
     keep_output_ = true;
-  } else {
-    const char* tmp = std::getenv("TMPDIR");
-    run_dir_ = (fs::path(tmp && *tmp ? tmp : "/tmp") / ("xlaunch-" + run_id)).string();
-  }
-  fs::create_directories(run_dir_, ec);
-  if (ec) {
-    throw LaunchError(fmt::format("cannot create the log folder {}: {}", run_dir_, ec.message()),
-                      exit_status::kUsageError, "choose a writable --log_dir");
-  }
-  if (keep_output_) {
+    std::error_code ec;
+    fs::create_directories(*log_dir, ec);  // the user's folder; it may well exist
+    if (ec) throw cannot_create(*log_dir, ec.value(), "choose a writable --log_dir");
+    // mkdir fails on an existing folder, so this run's folder is new even when another
+    // xlaunch with the same run id starts at the same moment.
+    for (int n = 1;; ++n) {
+      const std::string name = n == 1 ? run_id : fmt::format("{}-{}", run_id, n);
+      run_dir_ = (fs::path(*log_dir) / name).string();
+      if (::mkdir(run_dir_.c_str(), 0755) == 0) break;
+      if (errno != EEXIST) throw cannot_create(run_dir_, errno, "choose a writable --log_dir");
+      if (n == 1) taken = run_dir_;
+      if (n == kMaxFolderSuffix) {
+        throw LaunchError(
+            fmt::format("cannot create a log folder for run {}: {} and {} more like it exist",
+                        run_id, *taken, kMaxFolderSuffix - 1),
+            exit_status::kUsageError, "give each run its own --rdzv_id, or another --log_dir");
+      }
+    }
     std::string path = run_dir_ + "/xlaunch.log";
     log_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  } else {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern =
+        (fs::path(tmp && *tmp ? tmp : "/tmp") / ("xlaunch-" + run_id + "-XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw cannot_create(pattern, errno, "set TMPDIR to a writable folder");
+    }
+    run_dir_ = pattern;
+  }
+  if (taken) {
+    const std::string note =
+        fmt::format("{} already exists (a run with the same run id); this run's logs go to {}",
+                    *taken, run_dir_);
+    fmt::print(stderr, "xlaunch: note: {}\n", note);
+    log(note);
   }
 }
 
 RunFiles::~RunFiles() {
   close_fd(log_fd_);
-  if (!keep_output_ && !keep_temporary_) {
-    std::error_code ec;
-    fs::remove_all(run_dir_, ec);
-  }
+  if (!keep_output_ && !keep_temporary_) remove_created();
 }
 
-std::string RunFiles::prepare_rank_dir(int attempt, int rank) const {
-  std::string dir = fmt::format("{}/attempt_{}/rank_{}", run_dir_, attempt, rank);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    throw LaunchError(fmt::format("cannot create {}: {}", dir, ec.message()),
-                      exit_status::kFailure);
+void RunFiles::remove_created() const {
+  // Deepest first: rank folders (after the error file each was given), attempts, the folder.
+  for (auto it = created_dirs_.rbegin(); it != created_dirs_.rend(); ++it) {
+    ::unlink((*it + "/error.json").c_str());
+    ::rmdir(it->c_str());
   }
+  ::rmdir(run_dir_.c_str());  // fails, harmlessly, when a worker left something else
+}
+
+std::string RunFiles::prepare_rank_dir(int attempt, int rank) {
+  const std::string attempt_dir = fmt::format("{}/attempt_{}", run_dir_, attempt);
+  if (make_dir(attempt_dir)) created_dirs_.push_back(attempt_dir);
+  std::string dir = fmt::format("{}/rank_{}", attempt_dir, rank);
+  if (make_dir(dir)) created_dirs_.push_back(dir);
   return dir;
 }
 

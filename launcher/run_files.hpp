@@ -1,18 +1,22 @@
 // The files of one run: with --log_dir, DIR/<run_id>/ holds the launcher's log
-// (xlaunch.log), summary.json and attempt_<n>/rank_<r>/{stdout,stderr}.log + error.json.
-// Without it, a temporary folder holds only the workers' error files, and is removed when
-// the job succeeds.
+// (xlaunch.log), summary.json and attempt_<n>/rank_<r>/{stdout,stderr}.log + error.json; a
+// run id used before gets DIR/<run_id>-2 (-3, ...) instead, so two runs never share a folder.
+// Without it, a fresh temporary folder ($TMPDIR/xlaunch-<run_id>-XXXXXX) holds only the
+// workers' error files; when the job succeeds, exactly what this run made there is removed.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace xlaunch::launcher {
 
 class RunFiles {
  public:
-  /// Creates the run folder. Throws LaunchError (exit 2) naming the folder when it cannot.
+  /// Creates the run folder (a new one, never an existing one). Prints a note on stderr and in
+  /// xlaunch.log when DIR/<run_id> was taken. Throws LaunchError (exit 2) naming the folder
+  /// when it cannot be created.
   RunFiles(const std::string& run_id, const std::optional<std::string>& log_dir);
   ~RunFiles();
   RunFiles(const RunFiles&) = delete;
@@ -22,7 +26,7 @@ class RunFiles {
   bool keeps_output() const { return keep_output_; }
 
   /// Creates attempt_<n>/rank_<r>/ and returns its path.
-  std::string prepare_rank_dir(int attempt, int rank) const;
+  std::string prepare_rank_dir(int attempt, int rank);
   /// Opens (creates, truncates) a log file for a worker stream; -1 without --log_dir.
   int open_stream_log(const std::string& rank_dir, std::string_view name) const;
 
@@ -34,7 +38,12 @@ class RunFiles {
   void keep() { keep_temporary_ = true; }
 
  private:
+  /// Removes what this run created in the temporary folder, deepest first, with unlink and
+  /// rmdir only: a folder that holds anything else (a worker's own file) stays.
+  void remove_created() const;
+
   std::string run_dir_;
+  std::vector<std::string> created_dirs_;  // below run_dir_, in creation order
   bool keep_output_ = false;
   bool keep_temporary_ = false;
   int log_fd_ = -1;

@@ -1,0 +1,89 @@
+#include "launcher/run_files.hpp"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+using namespace xlaunch::launcher;
+
+namespace {
+
+/// A fresh folder, also set as TMPDIR while the test runs.
+struct TempDir {
+  fs::path path;
+  std::string old_tmpdir;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "xlaunch-runfiles-XXXXXX").string();
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+    if (const char* t = std::getenv("TMPDIR")) old_tmpdir = t;
+    ::setenv("TMPDIR", path.c_str(), 1);
+  }
+  ~TempDir() {
+    if (old_tmpdir.empty()) {
+      ::unsetenv("TMPDIR");
+    } else {
+      ::setenv("TMPDIR", old_tmpdir.c_str(), 1);
+    }
+    fs::remove_all(path);
+  }
+};
+
+std::size_t entries(const fs::path& dir) {
+  return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), {}));
+}
+
+}  // namespace
+
+TEST_CASE("a reused run id gets a new log folder, never the old one", "[run_files]") {
+  TempDir tmp;
+  const std::string logs = (tmp.path / "logs").string();
+  RunFiles first("exp", logs);
+  RunFiles second("exp", logs);
+  RunFiles third("exp", logs);
+  CHECK(first.run_dir() == logs + "/exp");
+  CHECK(second.run_dir() == logs + "/exp-2");
+  CHECK(third.run_dir() == logs + "/exp-3");
+}
+
+TEST_CASE("the temporary folder is new, and success removes only what the run made",
+          "[run_files]") {
+  TempDir tmp;
+  fs::create_directory(tmp.path / "xlaunch-job");  // the name the folder had before: not ours
+  std::ofstream(tmp.path / "xlaunch-job" / "theirs.txt") << "x";
+  std::string dir;
+  {
+    RunFiles files("job", std::nullopt);
+    dir = files.run_dir();
+    CHECK(dir.starts_with((tmp.path / "xlaunch-job-").string()));
+    const std::string rank_dir = files.prepare_rank_dir(0, 3);
+    CHECK(rank_dir == dir + "/attempt_0/rank_3");
+    std::ofstream(rank_dir + "/error.json") << "{}";
+    files.prepare_rank_dir(1, 3);
+  }
+  CHECK_FALSE(fs::exists(dir));
+  CHECK(fs::exists(tmp.path / "xlaunch-job" / "theirs.txt"));
+  CHECK(entries(tmp.path) == 1);
+}
+
+TEST_CASE("a file a worker left keeps its folder; a failed run keeps everything", "[run_files]") {
+  TempDir tmp;
+  std::string left, kept;
+  {
+    RunFiles files("job", std::nullopt);
+    left = files.run_dir();
+    std::ofstream(files.prepare_rank_dir(0, 0) + "/core.txt") << "x";
+  }
+  CHECK(fs::exists(left + "/attempt_0/rank_0/core.txt"));
+  {
+    RunFiles files("job", std::nullopt);
+    kept = files.run_dir();
+    std::ofstream(files.prepare_rank_dir(0, 0) + "/error.json") << "{}";
+    files.keep();
+  }
+  CHECK(fs::exists(kept + "/attempt_0/rank_0/error.json"));
+}
