@@ -30,8 +30,8 @@ namespace {
 // How long a kill waits for the cgroup to empty (a process tearing down GPU contexts may
 // take seconds to die), and how long the launcher waits for the guardian to confirm.
 constexpr long kKillWaitMs = 10'000;
-constexpr int kAckWaitMs = kKillWaitMs + 5'000;
-constexpr int kReadyWaitMs = 10'000;
+constexpr long kAckWaitMs = kKillWaitMs + 5'000;
+constexpr long kReadyWaitMs = 10'000;
 
 // A kill request on the socket; any other value registers a process group.
 constexpr std::int32_t kKillRequest = 0;
@@ -227,6 +227,23 @@ void guardian_kill(GuardianState& state) {
   ::_exit(0);  // as a namespace's init, this makes the kernel kill any member left
 }
 
+// Waits up to `timeout_ms` for one byte from the guardian. Signals (the supervisor's
+// SIGCHLD) must not cut the wait short: a kill request must be done before we go on.
+bool receive_byte(int fd, char& byte, long timeout_ms) {
+  const long deadline = monotonic_ms() + timeout_ms;
+  while (true) {
+    pollfd readable{fd, POLLIN, 0};
+    long left = deadline - monotonic_ms();
+    if (left < 0) return false;
+    int ready = ::poll(&readable, 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready != 1) return false;
+    ssize_t n = ::recv(fd, &byte, 1, 0);
+    if (n < 0 && errno == EINTR) continue;
+    return n == 1;
+  }
+}
+
 // Forks the guardian and waits for its "ready". pid -1 when it could not be started.
 std::pair<long, int> fork_guardian(Containment mechanism, const CgroupPaths& cgroup) {
   int fds[2];
@@ -241,10 +258,8 @@ std::pair<long, int> fork_guardian(Containment mechanism, const CgroupPaths& cgr
     ::close(fds[1]);
     return {-1, -1};
   }
-  pollfd readable{fds[1], POLLIN, 0};
   char ready = 0;
-  if (::poll(&readable, 1, kReadyWaitMs) != 1 || ::recv(fds[1], &ready, 1, 0) != 1 ||
-      ready != 'r') {
+  if (!receive_byte(fds[1], ready, kReadyWaitMs) || ready != 'r') {
     ::close(fds[1]);
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
@@ -475,9 +490,8 @@ void GroupGuardian::kill_descendants() {
     }  // an answer to an earlier request that timed out
     const std::int32_t request = kKillRequest;
     if (::send(fd_, &request, sizeof(request), MSG_NOSIGNAL) == sizeof(request)) {
-      pollfd readable{fd_, POLLIN, 0};
       char done = 0;
-      if (::poll(&readable, 1, kAckWaitMs) == 1) ::recv(fd_, &done, 1, 0);
+      receive_byte(fd_, done, kAckWaitMs);
     }
   } else if (mechanism_ == Containment::Cgroup && !cgroup_dir_.empty()) {
     kill_cgroup(cgroup_paths(cgroup_dir_));
