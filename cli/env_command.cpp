@@ -4,7 +4,9 @@
 
 #include "cli/commands.hpp"
 #include "config/paths.hpp"
+#include "config/usage_error.hpp"
 #include "launcher/cluster_env.hpp"
+#include "launcher/containment.hpp"
 #include "launcher/devices.hpp"
 #include "launcher/env_report.hpp"
 #include "launcher/environment.hpp"
@@ -40,6 +42,13 @@ void add_env_command(CLI::App& app, Action& run) {
       report.visible_gpus = launcher::visible_gpus(report.cuda_visible_devices, report.nvml);
       launcher::ClusterDetection cluster = launcher::detect_cluster(env);
       if (!cluster.scheduler.empty()) report.cluster = launcher::describe(cluster);
+      try {
+        report.containment = launcher::describe_containment(
+            launcher::parse_containment_request(launcher::lookup(env, "XLAUNCH_CONTAINMENT")),
+            launcher::probe_containment());
+      } catch (const UsageError& e) {
+        report.containment = fmt::format("none: {} ({})", e.what(), e.hint());
+      }
       if (cmd->get_option("--config_file")->count() > 0) {
         report.config_file = *config_file;
       } else {

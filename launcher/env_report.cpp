@@ -57,6 +57,7 @@ std::string format_env_report(const EnvReport& r) {
                                             : fmt::format("{}", fmt::join(r.visible_gpus, ",")));
   out +=
       fmt::format("cluster:               {}\n", r.cluster.empty() ? "none detected" : r.cluster);
+  if (!r.containment.empty()) out += fmt::format("orphan containment:    {}\n", r.containment);
   if (!r.config_file) {
     out += "config file:           none\n";
   } else {

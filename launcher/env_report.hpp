@@ -18,6 +18,7 @@ struct EnvReport {
   std::optional<std::string> cuda_visible_devices;
   std::vector<std::string> visible_gpus;   // as the launcher would use them
   std::string cluster;                     // describe(detect_cluster(...)); empty: none
+  std::string containment;                 // describe_containment(...); empty: not probed
   std::optional<std::string> config_file;  // the active config file, if one exists
   std::optional<std::string> config_text;  // its content
 };

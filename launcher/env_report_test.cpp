@@ -32,12 +32,14 @@ TEST_CASE("the env report names GPUs, versions, scoping and the config", "[env_r
   r.visible_gpus = {"0"};
   r.config_file = "/root/.config/xlaunch/default_config.yaml";
   r.config_text = "num_processes: 2";
+  r.containment = "cgroup under /sys/fs/cgroup (XLAUNCH_CONTAINMENT=auto)";
   std::string text = format_env_report(r);
   CHECK_THAT(text, Catch::Contains("[0] Tesla T4, 16.0 GiB, compute capability 7.5, bf16 no"));
   CHECK_THAT(text, Catch::Contains("NCCL:                  2.28.5"));
   CHECK_THAT(text, Catch::Contains("CUDA runtime:          not found"));
   CHECK_THAT(text, Catch::Contains("CUDA_VISIBLE_DEVICES:  \"0\""));
   CHECK_THAT(text, Catch::Contains("--- config ---\nnum_processes: 2\n---"));
+  CHECK_THAT(text, Catch::Contains("orphan containment:    cgroup under /sys/fs/cgroup"));
   CHECK(text.rfind("```\n", 0) == 0);
 
   EnvReport bare;

@@ -175,7 +175,8 @@ int launch(const LaunchRequest& request) {
   check_capacity(plan, settings, read_capacity_limits());  // before anything is started
 
   // Forked before the store's thread exists.
-  GroupGuardian guardian = GroupGuardian::start();
+  GroupGuardian guardian =
+      GroupGuardian::start(parse_containment_request(lookup(parent_env, "XLAUNCH_CONTAINMENT")));
   warn_if_bf16_unsupported(plan, nvml);
   rendezvous::raise_open_file_limit();
   // Only machine 0 hosts the store; the others join it.
@@ -211,6 +212,7 @@ int launch(const LaunchRequest& request) {
   }
 
   RunFiles files(plan.run_id, plan.log_dir);
+  files.log(fmt::format("orphan containment: {}", guardian.describe()));
   become_child_subreaper();
   files.log(fmt::format("run {} on {}: {}, store {}:{}, argv: {}", plan.run_id, host,
                         describe_workers(plan), plan.master_addr, plan.master_port,

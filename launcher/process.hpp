@@ -4,7 +4,10 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "launcher/containment.hpp"
 
 namespace xlaunch::launcher {
 
@@ -33,28 +36,67 @@ void become_child_subreaper();
 /// The launcher's direct children now (workers and adopted orphans).
 std::vector<long> list_children();
 
-/// A tiny process, forked at start, that outlives a SIGKILLed launcher just long enough to
-/// SIGKILL every worker process group registered with it: PR_SET_PDEATHSIG reaches only
-/// the workers, not their children (DataLoader workers, say). It ignores terminal signals,
-/// and acts when its pipe from the launcher closes, whatever the reason.
+/// Where spawn_worker puts each new worker; GroupGuardian::start sets it for the run.
+struct WorkerPlacement {
+  /// Not empty: the child writes itself into this cgroup.procs before exec, so every
+  /// descendant inherits the run's cgroup whatever setsid or double fork it does.
+  std::string cgroup_procs;
+  /// >= 0: workers start in this PID namespace (an fd of it), where their parent (the
+  /// launcher) is invisible: getppid() is 0 there. A process whose next children go to
+  /// another namespace cannot create threads (EINVAL), so spawn_worker enters it only
+  /// around each fork and returns to `own_pid_namespace` (this thread only).
+  int pid_namespace = -1;
+  int own_pid_namespace = -1;
+};
+WorkerPlacement& worker_placement();
+
+/// Orphan containment (containment.hpp): the mechanism that makes sure nothing a worker
+/// started outlives the job, and a tiny guardian process, forked at start, that enforces it
+/// when the launcher vanishes (SIGKILL included) — PR_SET_PDEATHSIG reaches only the
+/// workers. It ignores terminal signals and acts when its socket from the launcher closes,
+/// whatever the reason. Per mechanism, what "kill" means:
+///   cgroup:        cgroup.kill on the run's cgroup (every descendant joined it), then rmdir
+///   pid-namespace: the guardian is the namespace's init: kill(-1) inside it; its exit makes
+///                  the kernel kill every member. It also reaps the namespace's orphans.
+///   process-group: SIGKILL to every registered worker process group (escapees survive)
 class GroupGuardian {
  public:
-  /// Forks the guardian. Call before any other thread exists. Without one (fork failed),
-  /// watch() does nothing and the job still runs.
-  static GroupGuardian start();
+  /// Chooses the mechanism for `request` (auto: cgroup, else pid namespace, else process
+  /// groups), sets it up and forks the guardian. Call before any other thread exists.
+  /// Throws UsageError (exit 2) when a forced mechanism is not available. When auto falls
+  /// back to process groups, prints a note saying why to stderr.
+  static GroupGuardian start(ContainmentRequest request = ContainmentRequest::Auto);
   GroupGuardian(GroupGuardian&& other) noexcept;
   GroupGuardian& operator=(GroupGuardian&&) = delete;
-  /// Closes the pipe: the guardian kills what is left of the registered groups and exits.
+  /// Closes the socket: the guardian kills what is left in the containment, removes the
+  /// run's cgroup and exits; waits for that.
   ~GroupGuardian();
 
-  /// Registers a worker's process group.
+  /// Registers a worker's process group (used by the process-group mechanism).
   void watch(long pgid);
+  /// The guardian's pid as the launcher sees it (it is a child of the launcher).
   long pid() const { return pid_; }
+  /// "cgroup", "pid-namespace" or "process-group".
+  std::string_view mechanism() const { return to_string(mechanism_); }
+  /// The mechanism with where it acts, for the log: "cgroup /sys/fs/cgroup/xlaunch-...".
+  std::string describe() const;
+
+  /// SIGKILLs everything in the run's containment except the guardian: every process of
+  /// the run's cgroup (and waits, up to 10 s, until it is empty), every other member of
+  /// the PID namespace, or the process groups registered since the last call; then the
+  /// launcher's other children (orphans it adopted as subreaper). For the end of each
+  /// attempt, once its workers have been reaped; the next attempt's workers are safe.
+  void kill_descendants();
 
  private:
-  GroupGuardian(long pid, int fd) : pid_(pid), fd_(fd) {}
+  GroupGuardian(Containment mechanism, long pid, int fd, std::string cgroup_dir)
+      : mechanism_(mechanism), pid_(pid), fd_(fd), cgroup_dir_(std::move(cgroup_dir)) {}
+  Containment mechanism_ = Containment::ProcessGroup;
   long pid_ = -1;
-  int fd_ = -1;
+  int fd_ = -1;  // SOCK_SEQPACKET to the guardian
+  std::string cgroup_dir_;
+  std::vector<long> groups_;  // for process-group without a guardian (fork failed)
+  bool active_ = true;        // false once moved from
 };
 
 struct ExitEvent {

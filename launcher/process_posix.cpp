@@ -4,6 +4,7 @@
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -19,10 +20,8 @@
 #include <boost/process/v2/stdio.hpp>
 #include <boost/type_traits.hpp>
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <system_error>
 
 #include "launcher/process.hpp"
@@ -34,8 +33,9 @@ namespace {
 
 /// Runs in the child between fork and exec: async-signal-safe calls only.
 struct WorkerSetup {
-  pid_t launcher_pid;
-  const char* const* envp;  // null-terminated "KEY=VALUE" array
+  pid_t expected_parent;     // the launcher; 0 inside the run's PID namespace
+  const char* cgroup_procs;  // the run's cgroup.procs, or null
+  const char* const* envp;   // null-terminated "KEY=VALUE" array
 
   // Our own environment hook: Boost 1.81's process_environment is not header-only.
   bp::error_code on_setup(bp::posix::default_launcher& launcher, const bp::filesystem::path&,
@@ -46,10 +46,23 @@ struct WorkerSetup {
 
   bp::error_code on_exec_setup(bp::posix::default_launcher&, const bp::filesystem::path&,
                                const char* const*&) const {
+    // Before anything can fork: every descendant then inherits the cgroup. Failing here
+    // fails the spawn (errno reaches the parent), rather than run a worker uncontained.
+    if (cgroup_procs != nullptr) {
+      int fd = ::open(cgroup_procs, O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return bp::error_code(errno, bp::system_category());
+      bool joined = ::write(fd, "0", 1) == 1;
+      int error = errno;
+      ::close(fd);
+      if (!joined) {
+        errno = error;
+        return bp::error_code(error, bp::system_category());
+      }
+    }
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     // The launcher may have died before prctl: then nothing would ever kill us.
-    if (::getppid() != launcher_pid) ::_exit(1);
+    if (::getppid() != expected_parent) ::_exit(1);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -75,12 +88,30 @@ long spawn_worker(const SpawnSpec& spec) {
   envp.reserve(spec.envp.size() + 1);
   for (const std::string& entry : spec.envp) envp.push_back(entry.c_str());
   envp.push_back(nullptr);
+  const WorkerPlacement& place = worker_placement();
+  const bool in_namespace = place.pid_namespace >= 0;
+  WorkerSetup setup{in_namespace ? 0 : ::getpid(),
+                    place.cgroup_procs.empty() ? nullptr : place.cgroup_procs.c_str(), envp.data()};
+  if (in_namespace && ::setns(place.pid_namespace, CLONE_NEWPID) != 0) {
+    throw std::system_error(errno, std::generic_category(), "setns (the run's PID namespace)");
+  }
+  // Back to our own namespace whatever happens: threads cannot be created until then.
+  struct LeaveNamespace {
+    int own;
+    ~LeaveNamespace() {
+      if (own >= 0) ::setns(own, CLONE_NEWPID);
+    }
+  } leave{in_namespace ? place.own_pid_namespace : -1};
   bp::process child(spawn_context, bp::filesystem::path(spec.argv.front()), args,
-                    bp::process_stdio{nullptr, spec.stdout_fd, spec.stderr_fd},
-                    WorkerSetup{::getpid(), envp.data()});
+                    bp::process_stdio{nullptr, spec.stdout_fd, spec.stderr_fd}, setup);
   long pid = child.id();
   child.detach();  // the supervisor reaps it with waitpid
   return pid;
+}
+
+WorkerPlacement& worker_placement() {
+  static WorkerPlacement placement;
+  return placement;
 }
 
 void signal_group(long pgid, int signal) {
@@ -101,60 +132,6 @@ std::vector<long> list_children() {
   }
   ::closedir(tasks);
   return children;
-}
-
-namespace {
-
-// The guardian's whole life: async-signal-safe calls only (it was forked from a process
-// that may have threads), no allocation.
-[[noreturn]] void guardian_main(int read_fd) {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(sig, SIG_IGN);
-  ::setpgid(0, 0);
-  static std::int32_t groups[1 << 16];
-  std::size_t count = 0;
-  std::int32_t pgid = 0;
-  while (true) {
-    ssize_t n = ::read(read_fd, &pgid, sizeof(pgid));
-    if (n == sizeof(pgid)) {
-      if (count < std::size(groups)) groups[count++] = pgid;
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    break;  // EOF: the launcher is gone, or done
-  }
-  for (std::size_t i = 0; i < count; ++i) ::kill(-groups[i], SIGKILL);
-  ::_exit(0);
-}
-
-}  // namespace
-
-GroupGuardian GroupGuardian::start() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return GroupGuardian(-1, -1);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[1]);
-    guardian_main(fds[0]);
-  }
-  ::close(fds[0]);
-  if (pid < 0) {
-    ::close(fds[1]);
-    return GroupGuardian(-1, -1);
-  }
-  return GroupGuardian(pid, fds[1]);
-}
-
-GroupGuardian::GroupGuardian(GroupGuardian&& other) noexcept : pid_(other.pid_), fd_(other.fd_) {
-  other.pid_ = -1;
-  other.fd_ = -1;
-}
-
-GroupGuardian::~GroupGuardian() { close_fd(fd_); }
-
-void GroupGuardian::watch(long pgid) {
-  if (fd_ < 0) return;
-  std::int32_t value = static_cast<std::int32_t>(pgid);
-  write_all(fd_, std::string_view(reinterpret_cast<const char*>(&value), sizeof(value)));
 }
 
 std::vector<ExitEvent> reap_ended_children() {
