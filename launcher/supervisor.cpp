@@ -324,12 +324,11 @@ struct Supervisor::Impl {
   void finish_if_done() {
     if (spawning || unfinished > 0 || attempt_done) return;
     attempt_done = true;
-    // Descendants left in a worker's group, or orphans adopted by this subreaper, would
-    // hold GPU memory: nothing outlives its job.
+    // Descendants left in a worker's group, orphans adopted by this subreaper and (with a
+    // cgroup or a PID namespace) those that left their group would hold GPU memory:
+    // nothing outlives its job.
     for (Worker& worker : workers) signal_group(worker.outcome.pid, SIGKILL);
-    for (long pid : list_children()) {
-      if (pid != guardian.pid()) ::kill(static_cast<pid_t>(pid), SIGKILL);
-    }
+    guardian.kill_descendants();
     kill_timer.cancel();
     child_signals.cancel();
     stop_signals.cancel();
