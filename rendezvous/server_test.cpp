@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -375,6 +376,17 @@ TEST_CASE("a malformed frame closes only that connection", "[server]") {
   }
   CHECK(c.get("/keep") == "1");
   CHECK(c.add("/n", 2) == 2);
+}
+
+TEST_CASE("an ADD past INT64_MAX wraps around and keeps the connection", "[server]") {
+  constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  Fixture f;
+  Raw raw(f.server.port());
+  raw.send(add_req(Dialect::D0, "/wrap", max) + add_req(Dialect::D0, "/wrap", 1));
+  CHECK(raw.recv(8) == i64_bytes(max));
+  CHECK(raw.recv(8) == i64_bytes(std::numeric_limits<std::int64_t>::min()));
+  raw.send(add_req(Dialect::D0, "/wrap", -1));
+  CHECK(raw.recv(8) == i64_bytes(max));
 }
 
 TEST_CASE("max_connections refuses the connection over the limit", "[server]") {
