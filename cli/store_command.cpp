@@ -20,6 +20,7 @@ struct StoreFlags {
   long long max_keys_per_request = 0;
   long long max_connections = 0;
   long long max_request_bytes = 0;
+  long long max_buffered_bytes = 0;
 };
 
 // 0 = "not given": keep the default.
@@ -47,6 +48,7 @@ rendezvous::ServerOptions to_options(const StoreFlags& f) {
   apply_limit(o.limits.max_keys_per_request, f.max_keys_per_request, "--max_keys_per_request");
   apply_limit(o.limits.max_connections, f.max_connections, "--max_connections");
   apply_limit(o.limits.max_request_bytes, f.max_request_bytes, "--max_request_bytes");
+  apply_limit(o.limits.max_buffered_bytes, f.max_buffered_bytes, "--max_buffered_bytes");
   return o;
 }
 
@@ -79,8 +81,15 @@ void add_store_command(CLI::App& app, Action& run) {
   serve->add_option(
       "--max_connections", f->max_connections,
       fmt::format("Most open client connections (default {})", defaults.max_connections));
-  serve->add_option("--max_request_bytes", f->max_request_bytes,
-                    fmt::format("Largest single request (default {})", defaults.max_request_bytes));
+  serve->add_option(
+      "--max_request_bytes", f->max_request_bytes,
+      fmt::format("Largest single request (default {}; never more than --max_buffered_bytes)",
+                  defaults.max_request_bytes));
+  serve->add_option(
+      "--max_buffered_bytes", f->max_buffered_bytes,
+      fmt::format("Most bytes of unfinished requests buffered across all connections; past it "
+                  "the connection buffering the most is closed (default {})",
+                  defaults.max_buffered_bytes));
   serve->callback([&run, f] {
     if (f->port < 0 || f->port > 65535) {
       throw UsageError(fmt::format("--port {}: not a TCP port", f->port),
