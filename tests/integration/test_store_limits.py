@@ -1,7 +1,11 @@
-"""`xlaunch store serve` limits: the global cap on buffered request bytes on a live store."""
+"""`xlaunch store serve` limits: each numeric limit flag's allowed range, and the global cap on
+buffered request bytes on a live store."""
 import select
 import socket
 import struct
+import subprocess
+
+import pytest
 
 from store_helpers import serve
 
@@ -61,3 +65,48 @@ def test_buffered_bytes_cap_closes_connections_and_logs_once(xlaunch_bin):
     lines = [line for line in log.splitlines() if "max_buffered_bytes" in line]
     assert len(lines) == 1, log
     assert "closing connection" in lines[0] and f"({cap})" in lines[0], lines[0]
+
+
+TIB = 2**40
+INT_MAX = 2**31 - 1
+LIMIT_FLAGS = {  # flag: its largest allowed value
+    "--max_key_bytes": TIB,
+    "--max_value_bytes": TIB,
+    "--max_request_bytes": TIB,
+    "--max_buffered_bytes": TIB,
+    "--max_keys_per_request": INT_MAX,
+    "--max_connections": INT_MAX,
+}
+
+
+def _serve_rejected(xlaunch_bin, *args):
+    """Runs `xlaunch store serve ARGS`, which must refuse to start; returns its stderr."""
+    proc = subprocess.Popen([xlaunch_bin, "store", "serve", "--port", "0", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A store that accepted the flags prints its address and serves: stop it, and fail.
+    first_line = proc.stdout.readline()
+    if first_line:
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"store serve {' '.join(args)} was accepted: {first_line.strip()}")
+    stderr = proc.stderr.read()
+    assert proc.wait() == 2, stderr
+    return stderr
+
+
+@pytest.mark.parametrize("flag", sorted(LIMIT_FLAGS))
+@pytest.mark.parametrize("value", ["0", "-1", "above", "99999999999999999999", "1.5", "many"])
+def test_limit_flag_out_of_range_is_a_usage_error(xlaunch_bin, flag, value):
+    top = LIMIT_FLAGS[flag]
+    if value == "above":
+        value = str(top + 1)
+    stderr = _serve_rejected(xlaunch_bin, flag, value)
+    assert f"xlaunch: error: {flag} must be between 1 and {top} (got {value})" in stderr, stderr
+    assert "hint: " in stderr and "omit" in stderr, stderr
+
+
+@pytest.mark.parametrize("flag", sorted(LIMIT_FLAGS))
+def test_limit_flag_range_ends_are_accepted(xlaunch_bin, flag):
+    for value in ("1", str(LIMIT_FLAGS[flag])):
+        with serve(xlaunch_bin, flag, value) as (proc, port):
+            assert proc.poll() is None
