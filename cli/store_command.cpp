@@ -1,6 +1,10 @@
 // `xlaunch store serve`: the rendezvous store as a process of its own.
 #include <fmt/core.h>
 
+#include <array>
+#include <charconv>
+#include <cstddef>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -11,24 +15,55 @@
 namespace xlaunch::cli {
 namespace {
 
+// The numeric limit flags, one line each. Their upper ends lie far beyond any real use and
+// keep the server's size arithmetic clear of overflow: 1 TiB for bytes, INT_MAX for counts
+// (a connection is a file descriptor, an int).
+constexpr long long kMaxBytes = 1LL << 40;
+constexpr long long kMaxCount = std::numeric_limits<int>::max();
+
+using Limits = rendezvous::ServerLimits;
+
+struct LimitFlag {
+  const char* name;
+  std::size_t Limits::*field;
+  long long max;
+  const char* help;
+};
+
+constexpr std::array kLimitFlags{
+    LimitFlag{"--max_key_bytes", &Limits::max_key_bytes, kMaxBytes, "Longest key accepted"},
+    LimitFlag{"--max_value_bytes", &Limits::max_value_bytes, kMaxBytes, "Longest value accepted"},
+    LimitFlag{"--max_keys_per_request", &Limits::max_keys_per_request, kMaxCount,
+              "Most keys in one request"},
+    LimitFlag{"--max_connections", &Limits::max_connections, kMaxCount,
+              "Most open client connections"},
+    LimitFlag{"--max_request_bytes", &Limits::max_request_bytes, kMaxBytes,
+              "Largest single request; never more than --max_buffered_bytes"},
+    LimitFlag{"--max_buffered_bytes", &Limits::max_buffered_bytes, kMaxBytes,
+              "Most bytes of unfinished requests buffered across all connections; past it the "
+              "connection buffering the most is closed"},
+};
+
 struct StoreFlags {
   std::string host = "127.0.0.1";
   long long port = 0;
   std::string legacy_dialect = "1.13";
-  long long max_key_bytes = 0;
-  long long max_value_bytes = 0;
-  long long max_keys_per_request = 0;
-  long long max_connections = 0;
-  long long max_request_bytes = 0;
+  // As given, else the defaults. Text, so that a bad value is reported as typed (CLI11
+  // would quietly saturate one too large for a long long).
+  std::array<std::string, kLimitFlags.size()> limits;
 };
 
-// 0 = "not given": keep the default.
-void apply_limit(std::size_t& field, long long value, const char* flag) {
-  if (value < 0) {
-    throw UsageError(fmt::format("{} must be positive, got {}", flag, value),
-                     "omit the flag to keep the default");
+std::size_t checked_limit(const std::string& text, const LimitFlag& flag,
+                          std::size_t default_value) {
+  long long value = 0;
+  const char* end = text.data() + text.size();
+  auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || stop != end || value < 1 || value > flag.max) {
+    throw UsageError(fmt::format("{} must be between 1 and {} (got {})", flag.name, flag.max, text),
+                     fmt::format("give a value in that range, or omit {} to keep the default ({})",
+                                 flag.name, default_value));
   }
-  if (value > 0) field = static_cast<std::size_t>(value);
+  return static_cast<std::size_t>(value);
 }
 
 rendezvous::ServerOptions to_options(const StoreFlags& f) {
@@ -42,11 +77,11 @@ rendezvous::ServerOptions to_options(const StoreFlags& f) {
         fmt::format("--legacy_dialect {}: unknown PyTorch generation", f.legacy_dialect),
         "use 1.13 (1.13-2.0 clients) or 2.1 (2.1 clients); 2.2+ is detected by itself");
   }
-  apply_limit(o.limits.max_key_bytes, f.max_key_bytes, "--max_key_bytes");
-  apply_limit(o.limits.max_value_bytes, f.max_value_bytes, "--max_value_bytes");
-  apply_limit(o.limits.max_keys_per_request, f.max_keys_per_request, "--max_keys_per_request");
-  apply_limit(o.limits.max_connections, f.max_connections, "--max_connections");
-  apply_limit(o.limits.max_request_bytes, f.max_request_bytes, "--max_request_bytes");
+  const Limits defaults;
+  for (std::size_t i = 0; i < kLimitFlags.size(); ++i) {
+    const LimitFlag& flag = kLimitFlags[i];
+    o.limits.*flag.field = checked_limit(f.limits[i], flag, defaults.*flag.field);
+  }
   return o;
 }
 
@@ -59,7 +94,7 @@ void add_store_command(CLI::App& app, Action& run) {
       "serve",
       "Serve the store until SIGINT/SIGTERM; prints 'xlaunch store: listening on HOST:PORT'");
   auto f = std::make_shared<StoreFlags>();
-  const rendezvous::ServerLimits defaults;
+  const Limits defaults;
   serve
       ->add_option("--host", f->host,
                    "Address to bind; '::' = every interface (no authentication: keep it private)")
@@ -69,18 +104,13 @@ void add_store_command(CLI::App& app, Action& run) {
       ->add_option("--legacy_dialect", f->legacy_dialect,
                    "How to read codes 7/8 from clients without a handshake: 1.13 or 2.1")
       ->capture_default_str();
-  serve->add_option("--max_key_bytes", f->max_key_bytes,
-                    fmt::format("Longest key accepted (default {})", defaults.max_key_bytes));
-  serve->add_option("--max_value_bytes", f->max_value_bytes,
-                    fmt::format("Longest value accepted (default {})", defaults.max_value_bytes));
-  serve->add_option(
-      "--max_keys_per_request", f->max_keys_per_request,
-      fmt::format("Most keys in one request (default {})", defaults.max_keys_per_request));
-  serve->add_option(
-      "--max_connections", f->max_connections,
-      fmt::format("Most open client connections (default {})", defaults.max_connections));
-  serve->add_option("--max_request_bytes", f->max_request_bytes,
-                    fmt::format("Largest single request (default {})", defaults.max_request_bytes));
+  for (std::size_t i = 0; i < kLimitFlags.size(); ++i) {
+    const LimitFlag& flag = kLimitFlags[i];
+    f->limits[i] = std::to_string(defaults.*flag.field);
+    serve->add_option(flag.name, f->limits[i], fmt::format("{} (1..{})", flag.help, flag.max))
+        ->capture_default_str()
+        ->type_name("INT");
+  }
   serve->callback([&run, f] {
     if (f->port < 0 || f->port > 65535) {
       throw UsageError(fmt::format("--port {}: not a TCP port", f->port),

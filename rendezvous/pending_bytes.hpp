@@ -18,6 +18,8 @@ class PendingBytes {
   void keep_rest(std::span<const std::uint8_t> data, std::size_t used);
 
   bool empty() const { return bytes_.empty(); }
+  /// Bytes kept of the incomplete request.
+  std::size_t size() const { return bytes_.size(); }
 
  private:
   std::vector<std::uint8_t> bytes_;

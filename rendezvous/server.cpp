@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio.hpp>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "rendezvous/pending_budget.hpp"
 #include "rendezvous/pending_bytes.hpp"
 #include "rendezvous/ready_set.hpp"
 #include "rendezvous/socket_posix.hpp"
@@ -72,6 +74,7 @@ struct ServerCore {
   bool on_readable(Connection& c);
   bool process(Connection& c, std::span<const std::uint8_t> data, std::size_t& used);
   bool flush(Connection& c);
+  bool account_buffered(Connection& c);
   void close(Connection& c, const std::string& reason);
   void deliver(const Effects& fx, ConnId self);
   void update_counters();
@@ -96,16 +99,19 @@ struct ServerCore {
   StoreState state;
   // Node-based: a Connection& stays valid while others are added or closed.
   std::unordered_map<ConnId, Connection> conns;
+  PendingBudget pending{options.limits.max_buffered_bytes};
   ConnId next_id = 1;
   std::array<std::uint8_t, 64 * 1024> scratch{};
   Request request;  // decoded requests are handled one at a time, so one is shared
   std::size_t rejected = 0;
+  std::size_t over_buffer_cap = 0;  // connections closed for max_buffered_bytes
   std::size_t accept_errors = 0;
 
   // Readable from any thread.
   std::atomic<std::size_t> num_keys{0};
   std::atomic<std::size_t> num_conns{0};
   std::atomic<std::size_t> num_parked{0};
+  std::atomic<std::size_t> num_buffered{0};
 };
 
 ServerCore::ServerCore(ListeningSocket socket, ServerOptions opts)
@@ -115,7 +121,10 @@ ServerCore::ServerCore(ListeningSocket socket, ServerOptions opts)
   codec_limits.max_key_bytes = options.limits.max_key_bytes;
   codec_limits.max_value_bytes = options.limits.max_value_bytes;
   codec_limits.max_keys_per_request = options.limits.max_keys_per_request;
-  codec_limits.max_request_bytes = options.limits.max_request_bytes;
+  // A request larger than the global cap could never arrive whole: refuse it from its
+  // declared length rather than buffer it first.
+  codec_limits.max_request_bytes =
+      std::min(options.limits.max_request_bytes, options.limits.max_buffered_bytes);
   int fd = socket.release();
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
@@ -219,7 +228,34 @@ bool ServerCore::on_readable(Connection& c) {
   std::size_t used = 0;
   if (!process(c, data, used)) return false;
   c.partial.keep_rest(data, used);
+  if (!account_buffered(c)) return false;
   return flush(c);
+}
+
+// Records what `c` buffers now. Past max_buffered_bytes, closes the connection that buffers
+// the most (which need not be `c`) until the total fits: that one costs the most memory and
+// is the likeliest to be hostile. Logs the first such closure and every 1000th, so a storm
+// cannot flood the log. Returns false when `c` itself was closed.
+bool ServerCore::account_buffered(Connection& c) {
+  pending.set(c.id, c.partial.size());
+  bool c_open = true;
+  while (pending.exceeded()) {
+    PendingBudget::Holder most = *pending.largest();
+    Connection& victim = conns.at(most.conn);
+    std::string reason;
+    if (over_buffer_cap++ % 1000 == 0) {
+      reason = fmt::format(
+          "it buffers {} bytes of unfinished requests, the most of any connection, while all "
+          "connections together buffer {}, over max_buffered_bytes ({}); closures for this "
+          "limit so far: {}, logged every 1000th (raise --max_buffered_bytes if clients send "
+          "large requests at once)",
+          most.bytes, pending.total(), pending.cap(), over_buffer_cap);
+    }
+    if (most.conn == c.id) c_open = false;
+    close(victim, reason);
+  }
+  num_buffered.store(pending.total(), std::memory_order_relaxed);
+  return c_open;
 }
 
 // Handles every complete request at the front of `data`; `used` = the bytes they took.
@@ -285,8 +321,11 @@ void ServerCore::close(Connection& c, const std::string& reason) {
   ConnId id = c.id;
   close_fd(c.fd);  // also leaves the ready set
   state.disconnect(id);
+  pending.forget(id);
   conns.erase(id);
-  num_conns.store(conns.size(), std::memory_order_relaxed);
+  num_buffered.store(pending.total(), std::memory_order_relaxed);
+  // Release: a thread that reads the new count also reads the buffered bytes above.
+  num_conns.store(conns.size(), std::memory_order_release);
 }
 
 void ServerCore::deliver(const Effects& fx, ConnId self) {
@@ -315,9 +354,13 @@ void ServerCore::close_all() {
   acceptor.close(ec);
   accept_retry.cancel();
   if (ready_watch.is_open()) ready_watch.release();
-  for (auto& [id, c] : conns) close_fd(c.fd);
+  for (auto& [id, c] : conns) {
+    close_fd(c.fd);
+    pending.forget(id);
+  }
   conns.clear();
   num_conns.store(0);
+  num_buffered.store(0);
 }
 
 void ServerCore::clear_now() {
@@ -384,5 +427,7 @@ std::size_t StoreServer::num_keys() const { return impl_->num_keys.load(); }
 std::size_t StoreServer::num_parked() const { return impl_->num_parked.load(); }
 
 std::size_t StoreServer::num_connections() const { return impl_->num_conns.load(); }
+
+std::size_t StoreServer::buffered_bytes() const { return impl_->num_buffered.load(); }
 
 }  // namespace xlaunch::rendezvous

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -377,6 +378,17 @@ TEST_CASE("a malformed frame closes only that connection", "[server]") {
   CHECK(c.add("/n", 2) == 2);
 }
 
+TEST_CASE("an ADD past INT64_MAX wraps around and keeps the connection", "[server]") {
+  constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  Fixture f;
+  Raw raw(f.server.port());
+  raw.send(add_req(Dialect::D0, "/wrap", max) + add_req(Dialect::D0, "/wrap", 1));
+  CHECK(raw.recv(8) == i64_bytes(max));
+  CHECK(raw.recv(8) == i64_bytes(std::numeric_limits<std::int64_t>::min()));
+  raw.send(add_req(Dialect::D0, "/wrap", -1));
+  CHECK(raw.recv(8) == i64_bytes(max));
+}
+
 TEST_CASE("max_connections refuses the connection over the limit", "[server]") {
   ServerOptions o;
   o.limits.max_connections = 2;
@@ -387,6 +399,80 @@ TEST_CASE("max_connections refuses the connection over the limit", "[server]") {
   CHECK(extra.closed_by_server());
   a.set("/a", "1");
   CHECK(b.get("/a") == "1");
+}
+
+namespace {
+// Polls (no timing assumption) until `done` holds.
+template <class Pred>
+void wait_until(Pred done) {
+  while (!done()) std::this_thread::sleep_for(1ms);
+}
+}  // namespace
+
+TEST_CASE("past max_buffered_bytes the connection buffering the most is closed, only it",
+          "[server]") {
+  constexpr std::size_t KiB = 1024;
+  ServerOptions o;
+  o.limits.max_buffered_bytes = 1024 * KiB;
+  Fixture f(o);
+  StoreClient c = f.client();
+  // Each raw connection sends a SET of a 500 KiB value, stopping `sent` bytes in.
+  struct Partial {
+    std::string key, request;
+    std::size_t sent;
+    std::unique_ptr<Raw> raw;
+  };
+  const std::string value(500 * KiB, 'v');
+  auto start = [&](std::string key, std::size_t value_bytes_sent) {
+    Partial p{key, req(Dialect::D0, Op::Set, key, value), 0,
+              std::make_unique<Raw>(f.server.port())};
+    p.sent = p.request.size() - value.size() + value_bytes_sent;
+    p.raw->send(p.request.substr(0, p.sent));
+    return p;
+  };
+  Partial big = start("/big", 450 * KiB);
+  Partial mid = start("/mid", 300 * KiB);
+  Partial small = start("/small", 100 * KiB);
+  const std::size_t under_cap = big.sent + mid.sent + small.sent;
+  wait_until([&] { return f.server.buffered_bytes() == under_cap; });
+  CHECK(f.server.num_connections() == 4);
+
+  // The newcomer pushes the total past the cap, and the biggest buffer goes, not the newcomer.
+  Partial late = start("/late", 200 * KiB);
+  REQUIRE(big.raw->closed_by_server());
+  wait_until([&] { return f.server.buffered_bytes() == mid.sent + small.sent + late.sent; });
+  CHECK(f.server.num_connections() == 4);
+
+  // The others finish their requests, one at a time so that the total stays under the cap,
+  // and are served; so is everyone else.
+  for (Partial* p : {&mid, &small, &late}) {
+    p->raw->send(p->request.substr(p->sent));
+    CHECK(c.get(p->key) == value);
+  }
+  CHECK_FALSE(c.check({"/big"}));
+  CHECK(f.server.buffered_bytes() == 0);
+
+  // Accounting forgets the connections that close with a request half sent.
+  Partial gone1 = start("/gone1", 10 * KiB);
+  Partial gone2 = start("/gone2", 20 * KiB);
+  wait_until([&] { return f.server.buffered_bytes() == gone1.sent + gone2.sent; });
+  gone1.raw.reset();
+  gone2.raw.reset();
+  mid.raw.reset();
+  wait_until([&] { return f.server.num_connections() == 3; });  // c, small, late
+  CHECK(f.server.buffered_bytes() == 0);
+}
+
+TEST_CASE("a request larger than max_buffered_bytes is refused from its declared length",
+          "[server]") {
+  ServerOptions o;
+  o.limits.max_buffered_bytes = 1024 * 1024;  // max_request_bytes stays at its larger default
+  Fixture f(o);
+  Raw raw(f.server.port());
+  std::string set = req(Dialect::D0, Op::Set, "/huge", std::string(2 * 1024 * 1024, 'h'));
+  raw.send(set.substr(0, 64));  // the header declares 2 MiB; almost none of it is sent
+  CHECK(raw.closed_by_server());
+  CHECK(f.server.buffered_bytes() == 0);
 }
 
 TEST_CASE("clear() empties the store and closes parked waiters", "[server]") {

@@ -18,8 +18,12 @@ struct ServerLimits {
   std::size_t max_value_bytes = 64 * 1024 * 1024;
   std::size_t max_keys_per_request = 131072;
   std::size_t max_connections = 65536;
-  /// Bound on one whole request (many long keys in one KeyList would be unbounded).
-  std::size_t max_request_bytes = 512 * 1024 * 1024;
+  /// Bound on one whole request (many long keys in one KeyList would be unbounded). Never
+  /// more than max_buffered_bytes: a larger request could not arrive whole.
+  std::size_t max_request_bytes = 256 * 1024 * 1024;
+  /// Bound on the bytes of unfinished requests buffered across all connections. Past it,
+  /// the connection that buffers the most is closed (and again, until the total fits).
+  std::size_t max_buffered_bytes = 256 * 1024 * 1024;
 };
 
 struct ServerOptions {
@@ -73,6 +77,9 @@ class StoreServer {
   std::size_t num_parked() const;
   /// Number of open client connections (thread-safe).
   std::size_t num_connections() const;
+  /// Bytes of unfinished requests buffered across all connections (thread-safe; for
+  /// diagnostics and tests).
+  std::size_t buffered_bytes() const;
 
  private:
   struct Impl;

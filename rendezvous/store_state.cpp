@@ -27,6 +27,13 @@ std::string printable(std::string_view s) {
   return out;
 }
 
+// PyTorch's servers add with a plain int64_t `+=`, which wraps in two's complement on every
+// platform they run on; unsigned arithmetic gives the same result without undefined
+// behaviour (and C++20 defines the conversion back).
+std::int64_t wrapping_add(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+
 }  // namespace
 
 std::optional<std::int64_t> parse_counter(std::string_view text) {
@@ -171,11 +178,12 @@ bool StoreState::apply(ConnId conn, Dialect dialect, const Request& r, std::stri
       auto it = kv_.find(r.key);
       if (it != kv_.end()) {
         std::optional<std::int64_t> current = parse_counter(it->second);
-        if (!current || __builtin_add_overflow(*current, r.delta, &result)) {
+        if (!current) {
           error = fmt::format("ADD {} to key \"{}\" whose value \"{}\" is not a 64-bit integer",
                               r.delta, printable(r.key), printable(it->second));
           return false;
         }
+        result = wrapping_add(*current, r.delta);
       }
       store(r.key, std::to_string(result), fx);
       put_i64(reply, result);

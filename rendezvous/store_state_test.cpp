@@ -64,7 +64,7 @@ TEST_CASE("parse_counter is strtoll-like", "[state]") {
   CHECK_FALSE(parse_counter(" +"));
 }
 
-TEST_CASE("ADD: absent, present, junk, overflow", "[state]") {
+TEST_CASE("ADD: absent, present, junk, a stored value out of range", "[state]") {
   Harness h;
   CHECK(h.add("/c", 5) == 5);
   CHECK(h.add("/c", -7) == -2);
@@ -77,10 +77,29 @@ TEST_CASE("ADD: absent, present, junk, overflow", "[state]") {
   CHECK_FALSE(ok);
   CHECK_THAT(h.last_error, Catch::Contains("/v") && Catch::Contains("not a 64-bit integer"));
   CHECK(h.state.value("/v") == "v1");
-  CHECK(h.add("/big", std::numeric_limits<std::int64_t>::max()) ==
-        std::numeric_limits<std::int64_t>::max());
-  h.add("/big", 1, &ok);
+  h.run(1, h.req(Op::Set, "/huge", "9223372036854775808"));  // stored out of range
+  h.add("/huge", 0, &ok);
   CHECK_FALSE(ok);
+}
+
+TEST_CASE("ADD wraps around past INT64_MAX and below INT64_MIN, like PyTorch's server", "[state]") {
+  constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t min = std::numeric_limits<std::int64_t>::min();
+  Harness h;
+  bool ok = false;
+  CHECK(h.add("/up", max) == max);
+  CHECK(h.add("/up", 1, &ok) == min);
+  CHECK(ok);
+  CHECK(h.state.value("/up") == "-9223372036854775808");
+  CHECK(h.add("/up", max, &ok) == -1);  // the wrapped value is parsed back as stored
+  CHECK(ok);
+
+  CHECK(h.add("/down", min + 1) == min + 1);
+  CHECK(h.add("/down", -2, &ok) == max);
+  CHECK(ok);
+  CHECK(h.state.value("/down") == "9223372036854775807");
+  CHECK(h.add("/down", min, &ok) == -1);
+  CHECK(ok);
 }
 
 TEST_CASE("WAIT parks, counts missing keys, is woken by SET/ADD/APPEND/COMPARE_SET", "[state]") {

@@ -20,7 +20,7 @@ struct CodecLimits {
   std::size_t max_value_bytes = 64 * 1024 * 1024;
   std::size_t max_keys_per_request = 131072;
   /// Bound on one whole request (a KeyList of many long keys would otherwise be unbounded).
-  std::size_t max_request_bytes = 512 * 1024 * 1024;
+  std::size_t max_request_bytes = 256 * 1024 * 1024;
 };
 
 /// One decoded request. The string_views point into the buffer given to decode() and are
