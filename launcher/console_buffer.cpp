@@ -16,26 +16,16 @@ std::uint64_t count_lines(std::string_view text) {
 ConsoleBuffer::ConsoleBuffer(std::size_t worker_cap, std::size_t reserve)
     : worker_cap_(worker_cap), reserve_(reserve) {}
 
-void ConsoleBuffer::add_worker_text(std::string_view lines) {
-  if (closed_) {
-    lost_total_ += count_lines(lines);
-    return;
-  }
-  if (pending().size() + lines.size() > worker_cap_) {
-    const std::uint64_t n = count_lines(lines);
-    dropped_since_notice_ += n;
-    dropped_total_ += n;
-    return;
-  }
-  append(lines);
-}
+void ConsoleBuffer::add_worker_text(std::string_view lines) { add(lines, worker_cap_); }
 
-void ConsoleBuffer::add_own_text(std::string_view lines) {
+void ConsoleBuffer::add_own_text(std::string_view lines) { add(lines, worker_cap_ + reserve_); }
+
+void ConsoleBuffer::add(std::string_view lines, std::size_t cap) {
   if (closed_) {
     lost_total_ += count_lines(lines);
     return;
   }
-  if (pending().size() + lines.size() > worker_cap_ + reserve_) {
+  if (pending().size() + lines.size() > cap) {
     const std::uint64_t n = count_lines(lines);
     dropped_since_notice_ += n;
     dropped_total_ += n;

@@ -39,6 +39,8 @@ class ConsoleBuffer {
   std::uint64_t lost_lines_total() const { return lost_total_; }
 
  private:
+  // Queues `lines` if the pending bytes stay within `cap`, else drops and counts them.
+  void add(std::string_view lines, std::size_t cap);
   void append(std::string_view lines);
 
   std::string data_;

@@ -45,11 +45,11 @@ def wait_for_files(directory, pattern, count, timeout=30):
 
 
 def alive(pid):
-    """True when the process exists and is not a zombie."""
+    """True when the process exists and is not a zombie (nor dying: ESRCH)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+    except OSError:
         return False
 
 

@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from launch_helpers import WORKERS, launch, start, wait_for_files
+from launch_helpers import WORKERS, alive, launch, start, wait_for_files, wait_until_gone
 
 ESCAPEES = str(WORKERS / "escapees.py")
 KINDS = ["setsid", "daemon", "group", "group_setsid"]
@@ -25,23 +25,6 @@ ESCAPED = ["setsid", "daemon", "group_setsid"]  # left the worker's process grou
 # XLAUNCH_CONTAINMENT value → the name xlaunch env and xlaunch.log use.
 MECHANISMS = {"cgroup": "cgroup", "pidns": "pid-namespace", "group": "process-group"}
 STRONG = ["cgroup", "pidns"]  # they contain every descendant
-
-
-def alive(pid):
-    """True when the process exists and is not a zombie (nor dying: ESRCH)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def wait_until_gone(pids, timeout=10):
-    """The pids still alive after up to `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return [p for p in pids if alive(p)]
 
 
 def marked_pids(marker):
