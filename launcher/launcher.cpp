@@ -223,7 +223,8 @@ int launch(const LaunchRequest& request) {
     say("xlaunch: setting OMP_NUM_THREADS=1 for each worker (set it yourself to choose)\n");
   }
 
-  Supervisor supervisor(plan, parent_env, files, host, guardian);
+  std::optional<Supervisor> supervising;
+  Supervisor& supervisor = supervising.emplace(plan, parent_env, files, host, guardian);
   Supervisor::AttemptHooks hooks;
   hooks.before_attempt = [&](int attempt) {
     if (attempt == 0) return;
@@ -255,8 +256,14 @@ int launch(const LaunchRequest& request) {
   } catch (const AgentError& e) {
     throw LaunchError(e.what(), e.exit_code());
   }
+  // The exit code is decided: a signal from now on must not turn it into 128+S. Held here,
+  // it is discarded once ignored (the supervisor's handlers are gone by then; the store's
+  // and the monitor's threads, which could take it, are joined first).
+  hold_stop_signals();
   if (agent) agent->stop_monitor();
   if (store) store->stop();
+  supervising.reset();
+  ignore_stop_signals();
 
   if (summary.exit_code != exit_status::kSuccess) files.keep();
   try {

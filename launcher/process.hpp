@@ -29,6 +29,11 @@ long spawn_worker(const SpawnSpec& spec);
 /// Sends `signal` to a whole process group; a group that is gone already is fine.
 void signal_group(long pgid, int signal);
 
+/// Blocks SIGINT, SIGTERM, SIGHUP and SIGQUIT for the calling thread (they stay pending).
+void hold_stop_signals();
+/// Ignores those signals from now on, discarding any pending one.
+void ignore_stop_signals();
+
 /// Makes orphaned descendants (a worker's DataLoader processes, say) children of the
 /// launcher, so they can be found and stopped at the end.
 void become_child_subreaper();

@@ -67,6 +67,12 @@ struct WorkerSetup {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) ::signal(sig, SIG_DFL);
+    // Only fds 0-2 reach the worker, whatever the launcher or a library left without
+    // O_CLOEXEC: an inherited console or pipe end would keep `xlaunch | tee` open after the
+    // job. Close-on-exec rather than close: the exec-error pipe must still work.
+    if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+      for (int fd = 3; fd < 65536; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
     return {};
   }
 
@@ -116,6 +122,17 @@ WorkerPlacement& worker_placement() {
 
 void signal_group(long pgid, int signal) {
   if (pgid > 0) ::kill(static_cast<pid_t>(-pgid), signal);  // ESRCH: already gone
+}
+
+void hold_stop_signals() {
+  sigset_t stop;
+  sigemptyset(&stop);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&stop, sig);
+  ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+}
+
+void ignore_stop_signals() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_IGN);
 }
 
 void become_child_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1); }

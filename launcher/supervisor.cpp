@@ -1,5 +1,6 @@
 #include "launcher/supervisor.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -38,6 +39,7 @@ struct Stream {
   ConsoleStream console = ConsoleStream::out;
   bool shown = true;
   bool is_stderr = false;
+  bool bar_open = false;  // the last piece shown ended in '\r': the console line is unfinished
 };
 
 // A worker's life in one attempt: started, then reaped (its process ended) and drained (its
@@ -80,6 +82,7 @@ struct Supervisor::Impl {
   bool attempt_done = false;  // nothing to wait for: handlers must not re-arm
   std::optional<std::size_t> first_failure;
   std::optional<int> interrupted_by;
+  bool signal_after_failure = false;  // interrupted_by came after first_failure
   std::string console_piece;
   const AttemptHooks* hooks = nullptr;
   int attempt = 0;
@@ -127,6 +130,7 @@ struct Supervisor::Impl {
     console_piece.clear();
     append_prefixed(console_piece, worker.prefix, text, terminator);
     console_worker_text(stream.console, console_piece);
+    stream.bar_open = terminator == '\r';
   }
 
   // Waits for the console to take more while it has a backlog; never blocks the loop.
@@ -138,7 +142,7 @@ struct Supervisor::Impl {
       const int fd = console_wait_fd(stream);
       if (fd < 0) continue;
       if (!console_waiters[i]) {
-        const int own = ::dup(fd);
+        const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
         if (own < 0) continue;
         console_waiters[i] = std::make_unique<asio::posix::stream_descriptor>(io, own);
       }
@@ -158,6 +162,8 @@ struct Supervisor::Impl {
     stream.splitter.flush([&](std::string_view text, char terminator) {
       on_piece(worker, stream, text, terminator);
     });
+    // A progress bar's last redraw stays on screen, and the next line starts below it.
+    if (stream.bar_open) console_worker_text(stream.console, "\n");
     arm_console();
     stream.pipe.reset();
     close_fd(stream.log_fd);
@@ -307,6 +313,15 @@ struct Supervisor::Impl {
       if (interrupted_by) {
         say("xlaunch: {} again: killing every worker now\n", signal_name(signal));
         kill_all("second signal");
+      } else if (first_failure) {
+        // The job is already failing: the signal hurries the teardown and rules out a
+        // restart, but the failure stays the root cause and its exit code.
+        interrupted_by = signal;
+        signal_after_failure = true;
+        say("xlaunch: {} while stopping after rank {}'s failure: killing every worker now\n",
+            signal_name(signal), workers[*first_failure].outcome.rank);
+        files.log(fmt::format("received {} while stopping after a failure", signal_name(signal)));
+        kill_all("signal during the teardown");
       } else {
         interrupted_by = signal;
         say("xlaunch: {}: stopping every worker (waiting up to {:.3g}s; {} again kills them at "
@@ -447,7 +462,7 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
     }
     if (hooks.after_attempt) {
       std::optional<FailureRecord> local;
-      if (s.interrupted_by) {
+      if (s.interrupted_by && !s.signal_after_failure) {
         local = s.interrupt_failure(*s.interrupted_by);
       } else if (s.first_failure) {
         RootCause cause = s.root_cause(s.workers[*s.first_failure]);
@@ -473,8 +488,8 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
       s.files.log(fmt::format("restart {} of {}", attempt + 1, s.plan.max_restarts));
       continue;
     }
-    if (s.interrupted_by) {
-      summary.interrupted_by = s.interrupted_by;
+    summary.interrupted_by = s.interrupted_by;
+    if (s.interrupted_by && !s.signal_after_failure) {
       summary.exit_code = exit_status::kSignalBase + *s.interrupted_by;
       return summary;
     }
@@ -486,8 +501,8 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
     say("{}", format_root_cause(cause, s.plan.world_size));
     summary.exit_code = exit_code_of(cause.worker);
     summary.root_cause = cause;
-    if (attempt >= s.plan.max_restarts) {
-      if (s.plan.max_restarts > 0) {
+    if (attempt >= s.plan.max_restarts || s.interrupted_by) {
+      if (s.plan.max_restarts > 0 && !s.interrupted_by) {
         say("xlaunch: no restarts left ({} used); giving up\n", s.plan.max_restarts);
       }
       return summary;

@@ -209,3 +209,76 @@ def test_a_console_that_catches_up_shows_whole_lines_and_counts_the_dropped(xlau
     assert dropped > 0
     # 3333333 lines of "flood" and a last "fl" without newline: each shown or counted.
     assert shown + dropped == 3333334
+
+
+FD_CHECK = ("import os\n"
+            "leaked = []\n"
+            "for fd in range(3, 4096):\n"
+            "    try:\n"
+            "        os.fstat(fd)\n"
+            "        leaked.append(f'{fd} -> ' + os.readlink(f'/proc/self/fd/{fd}'))\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "print('leaked:', leaked)\n")
+
+
+def test_workers_inherit_only_stdin_stdout_and_stderr(xlaunch_bin, tmp_path):
+    # Rank 0 fills the console first, so that the launcher waits on it while the others start.
+    check = tmp_path / "fds.py"
+    check.write_text(FD_CHECK)
+    read_end, write_end = os.pipe()
+    p = subprocess.Popen([xlaunch_bin, "launch", "--num_processes", "4", "--no_python",
+                          "/bin/sh", "-c",
+                          f'if [ $RANK = 0 ]; then head -c 300000 /dev/zero | tr "\\0" a; echo; '
+                          f'touch {tmp_path}/full; else while [ ! -e {tmp_path}/full ]; '
+                          f'do sleep 0.05; done; /usr/bin/python3 -S {check}; fi'],
+                         env=merged_env(None), stdout=write_end, stderr=write_end,
+                         start_new_session=True)
+    os.close(write_end)
+    try:
+        wait_for_files(tmp_path, "full", 1)
+        out = b""
+        while chunk := os.read(read_end, 1 << 20):
+            out += chunk
+    finally:
+        os.close(read_end)
+    assert _wait(p, "fd check") == 0
+    reports = [line for line in out.decode().splitlines() if "leaked:" in line]
+    assert sorted(reports) == [f"[rank{r}]: leaked: []" for r in (1, 2, 3)], reports
+
+
+def test_a_signal_during_the_teardown_keeps_the_failure_s_exit_code(xlaunch_bin, tmp_path):
+    logs = tmp_path / "logs"
+    p = subprocess.Popen([xlaunch_bin, "launch", "--num_processes", "2", "--term_timeout", "60",
+                          "--log_dir", str(logs), "--max_restarts", "3", "--no_python",
+                          "/bin/sh", "-c",
+                          "if [ $RANK = 1 ]; then sleep 0.5; echo bad >&2; exit 7; fi; "
+                          "trap '' TERM; sleep 60"],
+                         env=merged_env(None), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # rank 0 ignores the SIGTERM of the teardown
+        log = next(logs.glob("*/xlaunch.log"), None)
+        if log and "sent SIGTERM" in log.read_text():
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("SIGINT during the teardown did not hurry it")
+    assert p.returncode == 7, err
+    assert "rank 1/2" in err and "exited with code 7" in err
+    _, s = summary(logs)
+    assert s["exit_code"] == 7 and s["root_cause"]["rank"] == 1
+    assert s["interrupted_by"] == "SIGINT"
+    assert {w["attempt"] for w in s["workers"]} == {0}  # the signal rules out a restart
+
+
+def test_a_progress_bar_s_last_redraw_is_followed_by_a_newline(xlaunch_bin, tmp_path):
+    r = subprocess.run([xlaunch_bin, "launch", "--no_python", "/bin/sh", "-c",
+                        r"printf 'bar 1\rbar 2\r'"], env=merged_env(None), capture_output=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"[rank0]: bar 1\r[rank0]: bar 2\r\n"
