@@ -10,6 +10,7 @@
 #include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/launch_error.hpp"
+#include "launcher/process.hpp"
 
 // Parses, dispatches, and maps every error to one exit code in one place (CLI11_PARSE
 // is not used: its own error handling would bypass ours).
@@ -60,6 +61,7 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  xlaunch::launcher::reserve_standard_fds();
   const int code = dispatch(argc, argv);
   // Errors go through the launcher's console, which never blocks: show what it holds.
   xlaunch::launcher::console_drain(std::chrono::seconds(2));

@@ -29,6 +29,10 @@ long spawn_worker(const SpawnSpec& spec);
 /// Sends `signal` to a whole process group; a group that is gone already is fine.
 void signal_group(long pgid, int signal);
 
+/// Opens /dev/null on whichever of fds 0, 1, 2 is closed, so that no pipe, socket or log
+/// opened later takes a standard descriptor's number. Call first thing.
+void reserve_standard_fds();
+
 /// Blocks SIGINT, SIGTERM, SIGHUP and SIGQUIT for the calling thread (they stay pending).
 void hold_stop_signals();
 /// Ignores those signals from now on, discarding any pending one.

@@ -63,10 +63,13 @@ struct WorkerSetup {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     // The launcher may have died before prctl: then nothing would ever kill us.
     if (::getppid() != expected_parent) ::_exit(1);
+    // Default dispositions before unblocking: until then a signal meant for the launcher's
+    // process group (a terminal's Ctrl-C) would run the launcher's handler here, which
+    // tells the launcher's own loop about it a second time.
+    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) ::signal(sig, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) ::signal(sig, SIG_DFL);
     // Only fds 0-2 reach the worker, whatever the launcher or a library left without
     // O_CLOEXEC: an inherited console or pipe end would keep `xlaunch | tee` open after the
     // job. Close-on-exec rather than close: the exec-error pipe must still work.
@@ -108,6 +111,15 @@ long spawn_worker(const SpawnSpec& spec) {
       if (own >= 0) ::setns(own, CLONE_NEWPID);
     }
   } leave{in_namespace ? place.own_pid_namespace : -1};
+  // Every signal stays blocked from fork until the child has reset its dispositions.
+  sigset_t all;
+  sigset_t before;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_BLOCK, &all, &before);
+  struct RestoreMask {
+    sigset_t mask;
+    ~RestoreMask() { ::pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{before};
   bp::process child(spawn_context, bp::filesystem::path(spec.argv.front()), args,
                     bp::process_stdio{nullptr, spec.stdout_fd, spec.stderr_fd}, setup);
   long pid = child.id();
@@ -122,6 +134,15 @@ WorkerPlacement& worker_placement() {
 
 void signal_group(long pgid, int signal) {
   if (pgid > 0) ::kill(static_cast<pid_t>(-pgid), signal);  // ESRCH: already gone
+}
+
+void reserve_standard_fds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    // Opened lowest-first, /dev/null lands on this very number.
+    int null_fd = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (null_fd >= 0 && null_fd != fd) ::close(null_fd);
+  }
 }
 
 void hold_stop_signals() {

@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/system/system_error.hpp>
 #include <deque>
 #include <system_error>
 #include <unordered_map>
@@ -103,6 +104,8 @@ struct Supervisor::Impl {
     stream.pipe->async_read_some(
         asio::buffer(stream.buffer),
         [this, &worker, &stream](const boost::system::error_code& ec, std::size_t n) {
+          // Closed meanwhile: a read that completed just before the drain grace ran out.
+          if (!stream.pipe) return;
           if (n > 0) on_bytes(worker, stream, std::string_view(stream.buffer.data(), n));
           if (ec) {
             close_stream(worker, stream);
@@ -212,18 +215,26 @@ struct Supervisor::Impl {
       files.log(fmt::format("attempt {}: rank {} (local rank {}) started, pid {}", attempt, rank,
                             local_rank, worker.outcome.pid));
     } catch (const std::system_error& e) {
-      // exec failed although the program passed the checks (bad binary, no shebang...).
-      worker.outcome.exit_code =
-          e.code().value() == ENOENT ? exit_status::kNotFound : exit_status::kCannotExecute;
-      worker.outcome.end = Clock::now();
-      worker.stderr_tail.push_back(
-          fmt::format("xlaunch could not execute {}: {}", plan.argv.front(), e.code().message()));
-      note_failure(static_cast<std::size_t>(local_rank));
+      spawn_failed(worker, local_rank, e.code().value(), e.code().message());
+    } catch (const boost::system::system_error& e) {  // what Boost.Process throws
+      spawn_failed(worker, local_rank, e.code().value(), e.code().message());
     }
     close_fd(out.write_fd);
     close_fd(err.write_fd);
     read_more(worker, worker.out);
     read_more(worker, worker.err);
+  }
+
+  // exec (or fork) failed although the program passed the checks (bad binary, no shebang,
+  // no processes left...): a failure of this rank, reported like any other.
+  void spawn_failed(Worker& worker, int local_rank, int error, const std::string& message) {
+    worker.outcome.exit_code =
+        error == ENOENT ? exit_status::kNotFound : exit_status::kCannotExecute;
+    worker.outcome.end = Clock::now();
+    worker.stderr_tail.push_back(
+        fmt::format("xlaunch could not execute {}: {}", plan.argv.front(), message));
+    files.log(fmt::format("rank {}: could not start: {}", worker.outcome.rank, message));
+    note_failure(static_cast<std::size_t>(local_rank));
   }
 
   void watch_children() {
@@ -364,6 +375,7 @@ struct Supervisor::Impl {
     failure_published = false;
     first_failure.reset();
     io.restart();
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) stop_signals.add(signal);
     watch_children();
     watch_stop_signals();
     spawning = true;
@@ -470,6 +482,9 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
         summary.root_cause = cause;
         local = s.local_failure();
       }
+      // Waiting for the other machines can take long, and nothing reads signals meanwhile:
+      // a Ctrl-C then ends xlaunch by its default action (the others see it leave).
+      s.stop_signals.clear();
       std::optional<FailureRecord> job = hooks.after_attempt(attempt, local);
       summary.interrupted_by = s.interrupted_by;
       if (!job) {

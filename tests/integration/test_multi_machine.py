@@ -337,3 +337,22 @@ def test_machines_in_separate_network_namespaces(machines, two_namespaces, torch
         assert rc == 0, err
     sums = {f.name: f.read_text().split() for f in machines.out.glob("sum_*")}
     assert len(sums) == 4 and all(float(v[1]) == 10.0 for v in sums.values())
+
+
+def test_ctrl_c_while_waiting_for_the_other_machines_ends_the_launcher(machines):
+    # Machine 0's worker is done at once; its launcher then waits for machine 1's.
+    args = ["--heartbeat_timeout", "3"]
+    m0 = machines.start(0, 2, args, env={"MODE": "ok"})
+    m1 = machines.start(1, 2, args, env={"MODE": "hang"})
+    wait_for_files(machines.out, "rank_*_attempt_0.json", 2, timeout=60)
+    assert wait_until_gone([machines.ranks()[0]["pid"]]) == []
+    os.kill(m0.pid, signal.SIGINT)
+    try:
+        rc0, _, _ = machines.finish(m0, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("SIGINT was swallowed while machine 0 waited for machine 1")
+    assert rc0 == -signal.SIGINT  # the default action: the shell shows 130
+    rc1, _, err1 = machines.finish(m1, timeout=90)
+    assert rc1 != 0, err1
+    pids = [info["pid"] for info in machines.ranks().values()]
+    assert wait_until_gone(pids) == []

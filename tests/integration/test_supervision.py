@@ -282,3 +282,60 @@ def test_a_progress_bar_s_last_redraw_is_followed_by_a_newline(xlaunch_bin, tmp_
                        timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout == b"[rank0]: bar 1\r[rank0]: bar 2\r\n"
+
+
+def test_reading_on_when_the_drain_grace_ends_mid_read_is_safe(xlaunch_bin, tmp_path):
+    # The worker exits; a background child keeps writing into its pipe, so a read completes
+    # just as the grace runs out. Before: SIGSEGV (a read re-armed on a closed pipe).
+    long_line = "x" * 2000
+    for _ in range(3):
+        r = subprocess.run([xlaunch_bin, "launch", "--no_python", "/bin/sh", "-c",
+                            f"yes {long_line} & exit 0"], env=merged_env(None),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert "finished successfully" in r.stderr
+
+
+def test_one_ctrl_c_to_the_terminal_s_group_while_workers_start_counts_once(xlaunch_bin,
+                                                                           tmp_path):
+    # A terminal's Ctrl-C reaches the whole foreground group, a worker between fork and exec
+    # included: it must not run the launcher's handler there and count as a second Ctrl-C.
+    for i in range(6):
+        p = subprocess.Popen([xlaunch_bin, "launch", "--num_processes", "100", "--term_timeout",
+                              "20", "--no_python", "/bin/sh", "-c",
+                              f"echo $$ > {tmp_path}/pid_{i}_$RANK; exec sleep 60"],
+                             env=merged_env(None), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+        wait_for_files(tmp_path, f"pid_{i}_*", 2)
+        os.killpg(p.pid, signal.SIGINT)
+        try:
+            _, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            raise
+        assert p.returncode == 130, err
+        assert "again: killing" not in err, err
+
+
+def test_a_program_that_cannot_be_executed_is_a_reported_failure(xlaunch_bin, tmp_path):
+    script = tmp_path / "noshebang.sh"
+    script.write_text("echo hi\n")  # no #! line: execve says ENOEXEC
+    script.chmod(0o755)
+    logs = tmp_path / "logs"
+    r = run(xlaunch_bin, ["--num_processes", "2", "--log_dir", str(logs), "--no_python",
+                          str(script)])
+    assert r.returncode == 126, r.stderr
+    assert "could not execute" in r.stderr
+    _, s = summary(logs)
+    assert s["exit_code"] == 126 and s["root_cause"]["rank"] == 0
+
+
+def test_a_closed_stdin_at_start_still_gets_a_guardian(xlaunch_bin, tmp_path):
+    logs = tmp_path / "logs"
+    r = run(xlaunch_bin, ["--log_dir", str(logs), "--no_python", "/bin/true"],
+            preexec_fn=lambda: os.close(0))
+    assert r.returncode == 0, r.stderr
+    run_dir, _ = summary(logs)
+    log = (run_dir / "xlaunch.log").read_text()
+    assert "orphan containment" in log and "no guardian" not in log, log
