@@ -185,6 +185,9 @@ int launch(const LaunchRequest& request) {
     rendezvous::ListeningSocket socket = bind_store(plan);
     plan.master_port = socket.port();
     store.emplace(std::move(socket));
+    // Its thread inherits a mask that keeps stop signals for the main thread, so none can
+    // end the launcher by its default action before the supervisor's handlers exist.
+    StopSignalsHeld held;
     store->start();
   }
   const std::string host = host_name();
@@ -211,6 +214,9 @@ int launch(const LaunchRequest& request) {
     plan.rank_offset = layout.rank_offset(plan.machine_rank);
   }
 
+  // From the run folder on, a stop signal waits for the supervisor's handlers, so that
+  // the run ends with its summary.json; until then it ends xlaunch as usual.
+  std::optional<StopSignalsHeld> held(std::in_place);
   RunFiles files(plan.run_id, plan.log_dir);
   files.log(fmt::format("orphan containment: {}", guardian.describe()));
   become_child_subreaper();
@@ -225,6 +231,7 @@ int launch(const LaunchRequest& request) {
 
   std::optional<Supervisor> supervising;
   Supervisor& supervisor = supervising.emplace(plan, parent_env, files, host, guardian);
+  held.reset();
   Supervisor::AttemptHooks hooks;
   hooks.before_attempt = [&](int attempt) {
     if (attempt == 0) return;

@@ -37,6 +37,17 @@ void reserve_standard_fds();
 void hold_stop_signals();
 /// Ignores those signals from now on, discarding any pending one.
 void ignore_stop_signals();
+/// Unblocks them for the calling thread; a pending one is delivered now.
+void release_stop_signals();
+
+/// Holds stop signals for the calling thread while it lives (and for threads it starts).
+class StopSignalsHeld {
+ public:
+  StopSignalsHeld() { hold_stop_signals(); }
+  ~StopSignalsHeld() { release_stop_signals(); }
+  StopSignalsHeld(const StopSignalsHeld&) = delete;
+  StopSignalsHeld& operator=(const StopSignalsHeld&) = delete;
+};
 
 /// Makes orphaned descendants (a worker's DataLoader processes, say) children of the
 /// launcher, so they can be found and stopped at the end.

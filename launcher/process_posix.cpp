@@ -145,11 +145,25 @@ void reserve_standard_fds() {
   }
 }
 
-void hold_stop_signals() {
+namespace {
+
+sigset_t stop_signal_set() {
   sigset_t stop;
   sigemptyset(&stop);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&stop, sig);
+  return stop;
+}
+
+}  // namespace
+
+void hold_stop_signals() {
+  const sigset_t stop = stop_signal_set();
   ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+}
+
+void release_stop_signals() {
+  const sigset_t stop = stop_signal_set();
+  ::pthread_sigmask(SIG_UNBLOCK, &stop, nullptr);
 }
 
 void ignore_stop_signals() {

@@ -339,3 +339,22 @@ def test_a_closed_stdin_at_start_still_gets_a_guardian(xlaunch_bin, tmp_path):
     run_dir, _ = summary(logs)
     log = (run_dir / "xlaunch.log").read_text()
     assert "orphan containment" in log and "no guardian" not in log, log
+
+
+def test_a_signal_right_at_start_leaves_no_half_written_run_folder(xlaunch_bin, tmp_path):
+    # Before the run folder exists a signal ends xlaunch as usual; from then on it waits for
+    # the supervisor, so a run folder always gets its summary.json.
+    for i in range(30):
+        logs = tmp_path / f"logs{i}"
+        p = subprocess.Popen([xlaunch_bin, "launch", "--log_dir", str(logs), "--no_python",
+                              "/bin/sleep", "30"], env=merged_env(None),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(i * 0.001)
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=60)
+        runs = list(logs.iterdir()) if logs.exists() else []
+        if runs:
+            assert rc == 143, (i, rc)
+            assert (runs[0] / "summary.json").exists(), (i, sorted(runs[0].iterdir()))
+        else:
+            assert rc in (-signal.SIGTERM, 143), (i, rc)
