@@ -21,6 +21,16 @@ def summary(log_dir):
     return run_dir, json.loads((run_dir / "summary.json").read_text())
 
 
+def signal_and_wait(p, sig, failure):
+    """Sends `sig` to the launcher; its stderr once it exited (bounded: else `failure`)."""
+    p.send_signal(sig)
+    try:
+        return p.communicate(timeout=30)[1]
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError(failure)
+
+
 def test_a_rank_that_exits_early_does_not_end_the_job(xlaunch_bin, tmp_path):
     # Rank 0 is gone before the others start; rank 1 fails once every other rank has spoken.
     script = (f'[ $RANK = 0 ] && exit 0; sleep 1; echo done $RANK; touch {tmp_path}/done_$RANK; '
@@ -94,12 +104,7 @@ def test_sigterm_while_many_workers_start_stops_the_job(xlaunch_bin, tmp_path):
                          env=merged_env({"SUPERVISION_MARK": marker}), stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     wait_for_files(tmp_path, "pid_*", 3)
-    p.send_signal(signal.SIGTERM)
-    try:
-        _, err = p.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        raise AssertionError("SIGTERM while workers started was ignored")
+    err = signal_and_wait(p, signal.SIGTERM, "SIGTERM while workers started was ignored")
     assert p.returncode == 143, err
     pids = [int(f.read_text()) for f in tmp_path.glob("pid_*")]
     assert wait_until_gone(pids) == []
@@ -262,12 +267,7 @@ def test_a_signal_during_the_teardown_keeps_the_failure_s_exit_code(xlaunch_bin,
         if log and "sent SIGTERM" in log.read_text():
             break
         time.sleep(0.05)
-    p.send_signal(signal.SIGINT)
-    try:
-        _, err = p.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        raise AssertionError("SIGINT during the teardown did not hurry it")
+    err = signal_and_wait(p, signal.SIGINT, "SIGINT during the teardown did not hurry it")
     assert p.returncode == 7, err
     assert "rank 1/2" in err and "exited with code 7" in err
     _, s = summary(logs)
