@@ -196,14 +196,32 @@ struct Supervisor::Impl {
     worker.outcome.attempt = attempt;
     worker.prefix = fmt::format("[rank{}]: ", rank);
     worker.drain_timer = std::make_unique<asio::steady_timer>(io);
-    const std::string rank_dir = files.prepare_rank_dir(attempt, rank);
-    worker.error_file = rank_dir + "/error.json";
-    Environment env = worker_environment(parent_env, plan, local_rank, attempt,
-                                         WorkerPaths{worker.error_file, files.run_dir()});
-    Pipe out = make_pipe();
-    Pipe err = make_pipe();
-    open_stream(worker.out, local_rank, rank_dir, false, out);
-    open_stream(worker.err, local_rank, rank_dir, true, err);
+    Pipe out;
+    Pipe err;
+    Environment env;
+    try {
+      const std::string rank_dir = files.prepare_rank_dir(attempt, rank);
+      worker.error_file = rank_dir + "/error.json";
+      env = worker_environment(parent_env, plan, local_rank, attempt,
+                               WorkerPaths{worker.error_file, files.run_dir()});
+      out = make_pipe();
+      err = make_pipe();
+      open_stream(worker.out, local_rank, rank_dir, false, out);
+      open_stream(worker.err, local_rank, rank_dir, true, err);
+    } catch (const std::exception& e) {
+      // No descriptors left, a log folder that cannot be made...: this rank fails to start
+      // and the job ends with a report and its summary.json, like any other failure.
+      for (Pipe* pipe : {&out, &err}) {
+        close_fd(pipe->read_fd);
+        close_fd(pipe->write_fd);
+      }
+      for (Stream* stream : {&worker.out, &worker.err}) {
+        stream->pipe.reset();
+        close_fd(stream->log_fd);
+      }
+      setup_failed(worker, local_rank, e.what());
+      return;
+    }
     ++unfinished;
     worker.outcome.start = Clock::now();
     try {
@@ -223,6 +241,16 @@ struct Supervisor::Impl {
     close_fd(err.write_fd);
     read_more(worker, worker.out);
     read_more(worker, worker.err);
+  }
+
+  void setup_failed(Worker& worker, int local_rank, const std::string& what) {
+    worker.outcome.exit_code = exit_status::kFailure;
+    worker.outcome.start = Clock::now();
+    worker.outcome.end = worker.outcome.start;
+    worker.finished = true;
+    worker.stderr_tail.push_back(fmt::format("xlaunch could not set up this rank: {}", what));
+    files.log(fmt::format("rank {}: could not set up: {}", worker.outcome.rank, what));
+    note_failure(static_cast<std::size_t>(local_rank));
   }
 
   // exec (or fork) failed although the program passed the checks (bad binary, no shebang,

@@ -358,3 +358,19 @@ def test_a_signal_right_at_start_leaves_no_half_written_run_folder(xlaunch_bin, 
             assert (runs[0] / "summary.json").exists(), (i, sorted(runs[0].iterdir()))
         else:
             assert rc in (-signal.SIGTERM, 143), (i, rc)
+
+
+def test_a_rank_that_cannot_be_set_up_is_a_reported_failure(xlaunch_bin, tmp_path):
+    # Attempt 0 puts a file where attempt 1's folder must go: the restart cannot set up
+    # its ranks. Before: an uncaught error, exit 1, no summary.json.
+    logs = tmp_path / "logs"
+    r = run(xlaunch_bin, ["--num_processes", "2", "--max_restarts", "1", "--log_dir", str(logs),
+                          "--no_python", "/bin/sh", "-c",
+                          '[ $TORCHELASTIC_RESTART_COUNT = 0 ] && [ $RANK = 0 ] && '
+                          '{ touch "$XLAUNCH_LOG_DIR/attempt_1"; exit 4; }; sleep 30'])
+    assert r.returncode == 1, r.stderr
+    assert "could not set up this rank" in r.stderr
+    _, s = summary(logs)
+    assert s["exit_code"] == 1
+    assert s["root_cause"]["attempt"] == 1 and s["root_cause"]["rank"] == 0
+    assert [w["rank"] for w in s["not_started"]] == [1]
