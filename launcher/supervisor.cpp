@@ -321,6 +321,9 @@ struct Supervisor::Impl {
   }
 
   void stop_workers(int signal) {
+    // A second stop (a signal after another machine's stop) forwards its signal but keeps
+    // the first deadline: --term_timeout counts from the first request.
+    const bool first = !stopping;
     stopping = true;
     for (Worker& worker : workers) {
       if (worker.finished || worker.outcome.pid == 0) continue;
@@ -329,6 +332,7 @@ struct Supervisor::Impl {
       signal_group(worker.outcome.pid, signal);
     }
     files.log(fmt::format("sent {} to every running worker's process group", signal_name(signal)));
+    if (!first) return;
     kill_timer.expires_after(plan.term_timeout);
     kill_timer.async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
