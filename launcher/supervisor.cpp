@@ -219,7 +219,10 @@ struct Supervisor::Impl {
         stream->pipe.reset();
         close_fd(stream->log_fd);
       }
-      setup_failed(worker, local_rank, e.what());
+      worker.outcome.start = Clock::now();
+      worker.finished = true;  // nothing to reap or read
+      fail_to_start(worker, local_rank, exit_status::kFailure,
+                    fmt::format("could not set up this rank: {}", e.what()));
       return;
     }
     ++unfinished;
@@ -243,26 +246,21 @@ struct Supervisor::Impl {
     read_more(worker, worker.err);
   }
 
-  void setup_failed(Worker& worker, int local_rank, const std::string& what) {
-    worker.outcome.exit_code = exit_status::kFailure;
-    worker.outcome.start = Clock::now();
-    worker.outcome.end = worker.outcome.start;
-    worker.finished = true;
-    worker.stderr_tail.push_back(fmt::format("xlaunch could not set up this rank: {}", what));
-    files.log(fmt::format("rank {}: could not set up: {}", worker.outcome.rank, what));
+  // The rank could not be started (no descriptors left, a log folder that cannot be made;
+  // exec or fork failing although the program passed the checks): a failure of this rank,
+  // reported like any other.
+  void fail_to_start(Worker& worker, int local_rank, int exit_code, const std::string& reason) {
+    worker.outcome.exit_code = exit_code;
+    worker.outcome.end = Clock::now();
+    worker.stderr_tail.push_back("xlaunch " + reason);
+    files.log(fmt::format("rank {}: {}", worker.outcome.rank, reason));
     note_failure(static_cast<std::size_t>(local_rank));
   }
 
-  // exec (or fork) failed although the program passed the checks (bad binary, no shebang,
-  // no processes left...): a failure of this rank, reported like any other.
   void spawn_failed(Worker& worker, int local_rank, int error, const std::string& message) {
-    worker.outcome.exit_code =
-        error == ENOENT ? exit_status::kNotFound : exit_status::kCannotExecute;
-    worker.outcome.end = Clock::now();
-    worker.stderr_tail.push_back(
-        fmt::format("xlaunch could not execute {}: {}", plan.argv.front(), message));
-    files.log(fmt::format("rank {}: could not start: {}", worker.outcome.rank, message));
-    note_failure(static_cast<std::size_t>(local_rank));
+    fail_to_start(worker, local_rank,
+                  error == ENOENT ? exit_status::kNotFound : exit_status::kCannotExecute,
+                  fmt::format("could not execute {}: {}", plan.argv.front(), message));
   }
 
   void watch_children() {
