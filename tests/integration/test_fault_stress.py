@@ -105,6 +105,8 @@ CHILD_KINDS = {
 _ALPHABET = string.ascii_letters + string.digits + " .,:;-_=+/()#%*"  # no '[', no '\r', '\n'
 FILLER = "".join(random.Random(1).choices(_ALPHABET, k=1 << 18))
 RANK_PREFIX = re.compile(rb"\[rank(\d+)\]: ")
+# What a line cut off by a stalled console at exit can look like before its body starts.
+TORN_PREFIX = re.compile(rb"\[(r(a(n(k(\d+(\](:)?)?)?)?)?)?)?|x(l(a(u(n(c(h)?)?)?)?)?)?")
 
 
 # ---------------------------------------------------------------------------- the scenario
@@ -1148,11 +1150,15 @@ def parse_console(data, n, torn_tail_ok):
         else:
             errors.append(f"ends without a newline: {last[-80:]!r}")
     for no, ln in enumerate(lines + ([last] if last else []), 1):
-        for piece in ln.split(b"\r"):
+        pieces = ln.split(b"\r")
+        for i, piece in enumerate(pieces):
             if piece.startswith(b"xlaunch"):
                 break  # xlaunch's line: the rest of it is its own (e.g. a quoted stderr tail)
             if not piece:
                 continue
+            torn = torn_tail_ok and ln is last and i == len(pieces) - 1
+            if torn and TORN_PREFIX.fullmatch(piece):
+                continue  # cut off inside its prefix: no body bytes to check
             m = RANK_PREFIX.match(piece)
             if not m or int(m.group(1)) >= n:
                 errors.append(f"line {no} is neither `[rankN]: ...` nor xlaunch's: "
