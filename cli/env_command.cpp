@@ -3,9 +3,9 @@
 #include <cstdlib>
 
 #include "cli/commands.hpp"
+#include "cluster/detect.hpp"
 #include "config/paths.hpp"
 #include "config/usage_error.hpp"
-#include "launcher/cluster_env.hpp"
 #include "launcher/containment.hpp"
 #include "launcher/devices.hpp"
 #include "launcher/env_report.hpp"
@@ -40,8 +40,8 @@ void add_env_command(CLI::App& app, Action& run) {
       report.nvml = launcher::query_nvml();
       report.cuda_visible_devices = launcher::lookup(env, "CUDA_VISIBLE_DEVICES");
       report.visible_gpus = launcher::visible_gpus(report.cuda_visible_devices, report.nvml);
-      launcher::ClusterDetection cluster = launcher::detect_cluster(env);
-      if (!cluster.scheduler.empty()) report.cluster = launcher::describe(cluster);
+      cluster::ClusterDetection cluster = cluster::detect_cluster(env);
+      if (!cluster.scheduler.empty()) report.cluster = cluster::describe(cluster);
       try {
         report.containment = launcher::describe_containment(
             launcher::parse_containment_request(launcher::lookup(env, "XLAUNCH_CONTAINMENT")),

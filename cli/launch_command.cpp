@@ -9,7 +9,7 @@
 #include "cli/launch_flags.hpp"
 #include "config/schema.hpp"
 #include "config/usage_error.hpp"
-#include "launcher/launcher.hpp"
+#include "job/launch.hpp"
 
 namespace xlaunch::cli {
 namespace {
@@ -61,7 +61,7 @@ void add_launch_command(CLI::App& app, Action& run) {
       if (rest.empty()) {
         throw UsageError("no program given", "usage: xlaunch launch [OPTIONS] PROGRAM [ARGS...]");
       }
-      launcher::LaunchRequest request;
+      job::LaunchRequest request;
       request.settings = resolve_launch_settings(*flags);
       request.program.program = rest.front();
       request.program.args.assign(rest.begin() + 1, rest.end());
@@ -72,7 +72,7 @@ void add_launch_command(CLI::App& app, Action& run) {
       }
       // --python, else XLAUNCH_PYTHON, else the config file's python key (resolve() layers them).
       request.program.python = request.settings.python.value_or("python3");
-      return launcher::launch(request);
+      return job::launch(request);
     };
   });
 }

@@ -17,7 +17,7 @@
 
 #include "cli/launch_flags.hpp"
 #include "config/usage_error.hpp"
-#include "launcher/launcher.hpp"
+#include "job/launch.hpp"
 
 namespace xlaunch::cli {
 namespace {
@@ -106,12 +106,12 @@ void add_test_command(CLI::App& app, Action& run) {
       const fs::path dir = dir_template;
       ::setenv("XLAUNCH_SELFTEST_RESULTS", dir.c_str(), 1);  // workers inherit it
 
-      launcher::LaunchRequest request;
+      job::LaunchRequest request;
       request.settings = resolve_launch_settings(*flags);
       request.program.program = selftest.string();
       request.program.args = {"--backend=" + *backend};
       request.program.no_python = true;
-      int code = launcher::launch(request);
+      int code = job::launch(request);
       int table = print_table(dir);
       std::error_code ignored;
       fs::remove_all(dir, ignored);

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "launcher/agent.hpp"
+#include "launcher/failure_record.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/launch_plan.hpp"
 #include "launcher/process.hpp"

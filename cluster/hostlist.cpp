@@ -1,4 +1,4 @@
-#include "launcher/hostlist.hpp"
+#include "cluster/hostlist.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,12 @@
 
 #include "launcher/text.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::cluster {
+
+using launcher::parse_int;
+using launcher::split;
+using launcher::trim;
+
 namespace {
 
 // No real allocation is this large; a typo like [1-99999999] must not exhaust memory.
@@ -101,4 +106,4 @@ std::vector<std::string> expand_hostlist(std::string_view hostlist) {
   return hosts;
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::cluster

@@ -1,4 +1,4 @@
-#include "launcher/agent.hpp"
+#include "cluster/agent.hpp"
 
 #include <catch2/catch.hpp>
 #include <future>
@@ -6,7 +6,7 @@
 
 #include "rendezvous/store_server.hpp"
 
-using namespace xlaunch::launcher;
+using namespace xlaunch::cluster;
 using namespace std::chrono_literals;
 
 namespace {

@@ -4,11 +4,11 @@
 #include "config/settings.hpp"
 #include "launcher/program.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::job {
 
 struct LaunchRequest {
   config::Settings settings;  // merged flags > environment > config file
-  ProgramSpec program;
+  launcher::ProgramSpec program;
 };
 
 /// Runs the whole job on this machine: finds GPUs, checks the program, binds and serves
@@ -17,4 +17,4 @@ struct LaunchRequest {
 /// for a bad request (exit 2) and LaunchError for a failure before the workers start.
 int launch(const LaunchRequest& request);
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::job

@@ -1,8 +1,8 @@
-#include "launcher/hostlist.hpp"
+#include "cluster/hostlist.hpp"
 
 #include <catch2/catch.hpp>
 
-using xlaunch::launcher::expand_hostlist;
+using xlaunch::cluster::expand_hostlist;
 using V = std::vector<std::string>;
 
 TEST_CASE("hostlists expand like SLURM's", "[hostlist]") {

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-namespace xlaunch::launcher {
+namespace xlaunch::cluster {
 
 /// Expands a hostlist into host names, in order. Commas separate hosts only outside
 /// brackets; each bracket holds numbers and ranges ("01-04" keeps the zero padding of the
@@ -13,4 +13,4 @@ namespace xlaunch::launcher {
 /// std::invalid_argument naming the problem (unbalanced bracket, bad range, too many hosts).
 std::vector<std::string> expand_hostlist(std::string_view hostlist);
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::cluster

@@ -1,13 +1,17 @@
-#include "launcher/cluster_env.hpp"
+#include "cluster/detect.hpp"
 
 #include <fmt/format.h>
 
 #include <stdexcept>
 
-#include "launcher/hostlist.hpp"
+#include "cluster/hostlist.hpp"
 #include "launcher/text.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::cluster {
+
+using launcher::lookup;
+using launcher::parse_int;
+
 namespace {
 
 std::optional<int> int_var(const Environment& env, const char* name, ClusterDetection& found) {
@@ -87,4 +91,4 @@ std::string describe(const ClusterDetection& found) {
   return out;
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::cluster

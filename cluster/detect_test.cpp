@@ -1,9 +1,9 @@
-#include "launcher/cluster_env.hpp"
+#include "cluster/detect.hpp"
 
 #include <catch2/catch.hpp>
 
 using namespace xlaunch;
-using namespace xlaunch::launcher;
+using namespace xlaunch::cluster;
 
 TEST_CASE("an srun step gives machines, rank and machine 0's host", "[cluster]") {
   Environment env{{"SLURM_STEP_ID", "0"},

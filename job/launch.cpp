@@ -1,4 +1,4 @@
-#include "launcher/launcher.hpp"
+#include "job/launch.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,10 +8,10 @@
 #include <cmath>
 #include <random>
 
+#include "cluster/agent.hpp"
+#include "cluster/detect.hpp"
 #include "config/usage_error.hpp"
-#include "launcher/agent.hpp"
 #include "launcher/capacity.hpp"
-#include "launcher/cluster_env.hpp"
 #include "launcher/console.hpp"
 #include "launcher/devices.hpp"
 #include "launcher/environment.hpp"
@@ -24,7 +24,11 @@
 #include "rendezvous/store_error.hpp"
 #include "rendezvous/store_server.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::job {
+
+using namespace launcher;
+using namespace cluster;
+
 namespace {
 
 std::string describe_workers(const LaunchPlan& plan) {
@@ -293,4 +297,4 @@ int launch(const LaunchRequest& request) {
   return summary.exit_code;
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::job

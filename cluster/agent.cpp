@@ -1,4 +1,4 @@
-#include "launcher/agent.hpp"
+#include "cluster/agent.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,7 +11,11 @@
 #include "launcher/text.hpp"
 #include "rendezvous/store_client.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::cluster {
+
+using launcher::parse_int;
+using launcher::say;
+using launcher::split;
 
 using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
@@ -218,12 +222,6 @@ std::variant<Layout, JoinProblem> decode_layout(std::string_view text) {
   }
   problem.message = std::string(rest.substr(nl2 + 1));
   return problem;
-}
-
-std::string FailureRecord::describe() const {
-  if (rank >= 0)
-    return fmt::format("machine {} ({}), rank {}: {}", machine_rank, host, rank, cause);
-  return fmt::format("machine {} ({}): {}", machine_rank, host, cause);
 }
 
 std::string encode(const FailureRecord& r) {
@@ -647,4 +645,4 @@ std::optional<FailureRecord> Agent::finish_round(int round, std::optional<Failur
   }
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::cluster

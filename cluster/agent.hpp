@@ -31,7 +31,11 @@
 #include <variant>
 #include <vector>
 
-namespace xlaunch::launcher {
+#include "launcher/failure_record.hpp"
+
+namespace xlaunch::cluster {
+
+using launcher::FailureRecord;
 
 /// What one launcher tells the others when it joins.
 struct JoinRecord {
@@ -76,18 +80,6 @@ JoinProblem missing_machines(const std::vector<JoinRecord>& arrived, int num_mac
 /// The encoded "layout" value and its parse (either a Layout or a JoinProblem).
 std::string encode_layout(const std::variant<Layout, JoinProblem>& decision);
 std::variant<Layout, JoinProblem> decode_layout(std::string_view text);
-
-/// Why a round of the job failed, as every launcher prints it.
-struct FailureRecord {
-  int machine_rank = 0;
-  std::string host;
-  int rank = -1;            // global worker rank, -1 when no worker is to blame
-  int exit_code = 1;        // what every launcher exits with
-  bool restartable = true;  // false for an interrupted or lost launcher
-  std::string cause;        // "exited with code 7", "launcher interrupted by SIGINT", ...
-  /// One line: "machine 1 (hostB), rank 3: exited with code 7".
-  std::string describe() const;
-};
 
 std::string encode(const FailureRecord& record);
 FailureRecord decode_failure(std::string_view text);
@@ -161,4 +153,4 @@ class Agent {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::cluster

@@ -8,7 +8,9 @@
 #include "config/settings.hpp"
 #include "launcher/environment.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::cluster {
+
+using launcher::Environment;
 
 struct ClusterDetection {
   std::string scheduler;  ///< "SLURM", "Open MPI", "PMI"; empty when none was found
@@ -30,4 +32,4 @@ config::Settings apply_cluster(const config::Settings& settings, const ClusterDe
 /// One line per detected value, for `xlaunch env` and the launcher's log.
 std::string describe(const ClusterDetection& found);
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::cluster
