@@ -16,6 +16,7 @@
 #include "launcher/devices.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/exit_status.hpp"
+#include "launcher/gpu_watch.hpp"
 #include "launcher/launch_error.hpp"
 #include "launcher/launch_plan.hpp"
 #include "launcher/process.hpp"
@@ -261,6 +262,10 @@ int launch(const LaunchRequest& request) {
     });
     stopper.agent = agent.get();
   }
+  // GPU use: sampled while the job runs, summed up at its end.
+  WorkerPids worker_pids;
+  hooks.on_worker_started = [&](int, int rank, long pid) { worker_pids.add(pid, rank); };
+  std::unique_ptr<GpuWatch> gpu_watch = GpuWatch::start(plan, nvml, files, worker_pids);
   RunSummary summary;
   try {
     summary = supervisor.run(hooks);
@@ -275,6 +280,7 @@ int launch(const LaunchRequest& request) {
   if (store) store->stop();
   supervising.reset();
   ignore_stop_signals();
+  if (gpu_watch) gpu_watch->finish(files);
 
   if (summary.exit_code != exit_status::kSuccess) files.keep();
   try {

@@ -30,6 +30,8 @@ class Supervisor {
     std::function<std::optional<FailureRecord>(int attempt,
                                                const std::optional<FailureRecord>& local)>
         after_attempt;
+    /// On the loop thread, when a worker process was started (for the GPU sampler's pids).
+    std::function<void(int attempt, int rank, long pid)> on_worker_started;
   };
 
   /// `guardian` learns each worker's process group, and is never stopped as a leftover.
