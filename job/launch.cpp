@@ -24,6 +24,7 @@
 #include "launcher/worker_env.hpp"
 #include "rendezvous/store_error.hpp"
 #include "rendezvous/store_server.hpp"
+#include "report/run_report.hpp"
 
 namespace xlaunch::job {
 
@@ -289,6 +290,13 @@ int launch(const LaunchRequest& request) {
     say("xlaunch: warning: could not write summary.json: {}\n", e.what());
   }
   files.log(fmt::format("exit code {}", summary.exit_code));
+  if (files.keeps_output()) {  // the run's picture, beside its logs
+    try {
+      say("xlaunch: report: {}\n", report::write_run_report(files.run_dir()));
+    } catch (const std::exception& e) {
+      say("xlaunch: warning: could not write report.html: {}\n", e.what());
+    }
+  }
   if (summary.exit_code == exit_status::kSuccess) {
     say("xlaunch: all {} workers finished successfully\n", plan.local_world_size);
   } else if (job_failure) {
