@@ -83,6 +83,9 @@ struct GpuSampler::State {
 
 GpuSampler::GpuSampler(std::unique_ptr<State> state, std::string path)
     : state_(std::move(state)), path_(std::move(path)) {
+  // The thread keeps stop signals blocked, as the store's does: a Ctrl-C must reach the
+  // supervisor's handlers, and must not end xlaunch by default action after they are gone.
+  StopSignalsHeld held;
   thread_ = std::thread([s = state_.get()] { s->run(); });
 }
 
