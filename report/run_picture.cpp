@@ -76,14 +76,16 @@ void read_stall(const json::value& value, std::vector<StallWindow>& out) {
   if (const json::value* nested = member(o, "windows")) read_stall(*nested, out);
   auto start = first_time(o, {"start", "since", "began", "from", "window_start"});
   auto end = first_time(o, {"end", "until", "detected_at", "reported_at", "at", "time"});
-  const auto seconds = first_seconds(o, {"window_s", "timeout_s", "seconds", "stall_timeout"});
+  const auto seconds =
+      first_seconds(o, {"window_seconds", "window_s", "timeout_s", "seconds", "stall_timeout"});
   if (!start && end && seconds) start = *end - static_cast<std::int64_t>(*seconds * 1000);
   if (start && !end && seconds) end = *start + static_cast<std::int64_t>(*seconds * 1000);
   if (!start || !end || *end < *start) return;
   StallWindow w;
   w.start_ms = *start;
   w.end_ms = *end;
-  w.note = text(o, "summary").value_or(text(o, "reason").value_or("stalled"));
+  w.note = fmt::format("no progress for {:.0f}s", static_cast<double>(*end - *start) / 1000);
+  if (auto odd = text(o, "odd_one_out")) w.note += "; odd one out: " + *odd;
   out.push_back(std::move(w));
 }
 
@@ -162,7 +164,8 @@ RunPicture parse_run_picture(std::string_view summary_json, std::string_view act
     const json::object& r = rc->as_object();
     cause = {static_cast<int>(integer(r, "rank").value_or(-1)),
              static_cast<int>(integer(r, "attempt").value_or(-1))};
-    p.root_cause = fmt::format("rank {} {}", cause->first, text(r, "description").value_or(""));
+    p.root_cause = fmt::format("rank {} {} (attempt {})", cause->first,
+                               text(r, "description").value_or(""), cause->second);
   }
   std::size_t index = 0;
   for (const json::value& item : workers->as_array()) {

@@ -52,7 +52,7 @@ struct RunPicture {
   int world_size = 0;
   int exit_code = 0;
   std::optional<std::string> interrupted_by;
-  std::optional<std::string> root_cause;  // "rank 1 exited with code 3"
+  std::optional<std::string> root_cause;  // "rank 1 exited with code 3 (attempt 0)"
   std::vector<RankSpan> spans;
   std::vector<ActivityPoint> activity;
   std::vector<launcher::GpuSample> gpu;

@@ -48,7 +48,7 @@ TEST_CASE("summary.json, activity.csv and gpu.csv make the picture") {
   CHECK_FALSE(p.spans[1].root_cause);  // the root cause is attempt 1's
   CHECK(p.spans[2].root_cause);
   CHECK_FALSE(p.spans[2].end_ms);
-  CHECK(p.root_cause == "rank 1 exited with code 3");
+  CHECK(p.root_cause == "rank 1 exited with code 3 (attempt 1)");
   REQUIRE(p.activity.size() == 1);
   CHECK(p.activity[0].lines == 7);
   REQUIRE(p.gpu.size() == 1);
@@ -68,6 +68,12 @@ TEST_CASE("a stall field is read in the shapes it may take, and ignored otherwis
   p = with_stall(R"([{"detected_at": "2026-11-21T23:05:10.000Z", "timeout_s": 3}])");
   REQUIRE(p.stalls.size() == 1);
   CHECK(p.stalls[0].end_ms - p.stalls[0].start_ms == 3000);
+  // The shape xlaunch's stall report writes (docs/diagnose.md).
+  p = with_stall(R"({"at": "2026-11-21T23:05:10.000Z", "window_seconds": 4.0,
+                     "odd_one_out": "rank 1", "ranks": [], "stacks": []})");
+  REQUIRE(p.stalls.size() == 1);
+  CHECK(p.stalls[0].start_ms == *parse_iso_ms("2026-11-21T23:05:06.000Z"));
+  CHECK(p.stalls[0].note == "no progress for 4s; odd one out: rank 1");
   CHECK(with_stall("\"weird\"").stalls.empty());
   CHECK(with_stall(R"({"ranks": [1]})").stalls.empty());
   CHECK(with_stall("null").stalls.empty());
