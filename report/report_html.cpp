@@ -147,8 +147,15 @@ std::string rank_lane(const RunPicture& p, const Scale& sc, int rank, double y,
   // Output activity: one bar per second the rank wrote, taller for more lines.
   for (const ActivityPoint& a : p.activity) {
     if (a.rank != rank || a.lines == 0) continue;
-    const double x0 = sc.x(a.unix_second * 1000);
-    const double x1 = sc.x(a.unix_second * 1000 + 1000);
+    // A second's bar stays within the attempt's bar: its first and last second are partial.
+    std::int64_t from = a.unix_second * 1000, to = from + 1000;
+    for (const RankSpan& s : p.spans) {
+      if (s.rank != rank || s.attempt != a.attempt) continue;
+      from = std::clamp(from, s.start_ms, std::max(s.start_ms, s.end_ms.value_or(to)));
+      if (s.end_ms) to = std::clamp(to, from, std::max(from, *s.end_ms));
+    }
+    const double x0 = sc.x(from);
+    const double x1 = sc.x(to);
     const double f = std::log2(1.0 + a.lines) / std::log2(1.0 + std::max(1u, max_lines));
     const double h = std::max(2.0, f * height * 0.55);
     out += fmt::format(
