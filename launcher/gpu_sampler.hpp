@@ -39,9 +39,8 @@ class GpuSampler {
 
   const std::string& path() const { return path_; }
 
-  struct State;
-
  private:
+  struct State;
   GpuSampler(std::unique_ptr<State> state, std::string path);
   std::unique_ptr<State> state_;
   std::string path_;

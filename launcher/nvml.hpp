@@ -55,9 +55,8 @@ class NvmlSession {
   /// nullopt when NVML has no such device or fails to read it.
   std::optional<GpuReading> read(unsigned index);
 
-  struct Impl;
-
  private:
+  struct Impl;
   explicit NvmlSession(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
