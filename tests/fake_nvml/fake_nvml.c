@@ -60,9 +60,7 @@ static int load(void) {
 typedef struct {
   unsigned index;
 } * device_t;
-static struct {
-  unsigned index;
-} handles[MAX_GPUS];
+static struct { unsigned index; } handles[MAX_GPUS];
 
 int nvmlInit_v2(void) { return load() == 0 ? 0 : 9; /* NVML_ERROR_DRIVER_NOT_LOADED */ }
 int nvmlShutdown(void) { return 0; }
@@ -121,8 +119,7 @@ struct process_info {
   unsigned long long used;
   unsigned gpu_instance, compute_instance;
 };
-int nvmlDeviceGetComputeRunningProcesses_v3(device_t d, unsigned* count,
-                                            struct process_info* out) {
+int nvmlDeviceGetComputeRunningProcesses_v3(device_t d, unsigned* count, struct process_info* out) {
   unsigned n = 0;
   load();
   DIR* dir = procs_dir[0] ? opendir(procs_dir) : NULL;

@@ -76,7 +76,7 @@ def test_a_run_with_log_dir_writes_its_picture_and_says_where(failed_then_restar
     r, run_dir = failed_then_restarted_run
     assert f"xlaunch: report: {run_dir}/report.html" in r.stderr
     html = (run_dir / "report.html").read_text()
-    assert "root cause: rank 1 exited with code 3" in html
+    assert "root cause: rank 1 exited with code 3 (attempt 0)" in html
     assert html.count('class="restart-mark"') == 1
     assert html.count('class="activity"') >= 2  # both ranks printed
     # Self-contained: no script, nothing fetched (no URL, no src or href).
