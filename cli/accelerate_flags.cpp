@@ -21,7 +21,7 @@ struct OtherFlag {
 };
 
 const OtherFlag kOther[] = {
-    {"quiet", false, false, ""},  // xlaunch never adds its own traceback to a worker's failure
+    {"quiet", false, false, ""},  // xlaunch's failure report is the same either way
     {"ipex", false, false, "xlaunch does not set up Intel Extension for PyTorch"},
     {"use_xpu", false, false, "xlaunch launches CUDA or CPU workers, not XPU"},
     {"mpirun_ccl", true, false, "xlaunch does not start workers through mpirun"},
@@ -49,6 +49,24 @@ std::string names(std::string_view name) {
   return out;
 }
 
+const char* type_name(const config::AccelerateArg& arg) {
+  // zero_stage, fsdp_version: choices that are numbers.
+  if (arg.kind == config::ArgKind::Choice &&
+      arg.choices.find_first_not_of("0123456789|") == std::string_view::npos) {
+    return "INT";
+  }
+  switch (arg.kind) {
+    case config::ArgKind::Integer:
+      return "INT";
+    case config::ArgKind::Number:
+      return "FLOAT";
+    case config::ArgKind::Bool:
+      return "BOOL";
+    default:
+      return "TEXT";
+  }
+}
+
 bool given(const CLI::App& cmd, std::string_view name) {
   return cmd.count("--" + std::string(name)) > 0;
 }
@@ -63,7 +81,9 @@ void add_accelerate_flags(CLI::App& cmd, AccelerateFlags& flags) {
       cmd.add_flag(names(name), flags.switches[name], help)->group(kGroup);
     } else {
       if (arg.kind == config::ArgKind::Choice) help += " (" + config::allowed_values(arg) + ")";
-      cmd.add_option(names(name), flags.values[name], help)->group(kGroup);
+      cmd.add_option(names(name), flags.values[name], help)
+          ->type_name(type_name(arg))
+          ->group(kGroup);
     }
   }
   cmd.add_flag("--same_network,--same-network", flags.switches["same_network"],
@@ -72,7 +92,7 @@ void add_accelerate_flags(CLI::App& cmd, AccelerateFlags& flags) {
   for (const OtherFlag& f : kOther) {
     const std::string help =
         fmt::format("{} ({})", f.refused ? "Refused" : "No effect",
-                    *f.reason ? f.reason : "xlaunch prints only the worker's own traceback");
+                    *f.reason ? f.reason : "xlaunch's failure report is the same either way");
     if (f.takes_value) {
       cmd.add_option(names(f.name), flags.values[f.name], help)->group(kGroup);
     } else {
