@@ -74,8 +74,8 @@ Resolved resolve(const Settings& flags, const std::optional<std::string>& config
     if (auto path = accelerate_default_config_path(getenv);
         path && std::filesystem::is_regular_file(*path, ec)) {
       out.config_file = *path;
-      out.notices.push_back(fmt::format(
-          "no xlaunch config file; using accelerate's default config {}", *path));
+      out.notices.push_back(
+          fmt::format("no xlaunch config file; using accelerate's default config {}", *path));
     }
   }
 

@@ -1,7 +1,5 @@
 #include "config/schema.hpp"
 
-#include "config/accelerate_keys.hpp"
-
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -9,6 +7,8 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+
+#include "config/accelerate_keys.hpp"
 
 namespace xlaunch::config {
 namespace {
@@ -187,7 +187,8 @@ std::vector<KeySpec> build_schema() {
                           "accelerate's compute environment; xlaunch runs on your own machines",
                           [](std::string_view t) { return one_of(t, {"LOCAL_MACHINE"}); }));
   keys.push_back(
-      {"distributed_type", ValueKind::Choice, "NO, MULTI_GPU (or DDP), DP, MULTI_CPU, FSDP, DEEPSPEED, MEGATRON_LM",
+      {"distributed_type", ValueKind::Choice,
+       "NO, MULTI_GPU (or DDP), DP, MULTI_CPU, FSDP, DEEPSPEED, MEGATRON_LM",
        "NO: one process; MULTI_GPU: one process per GPU (DDP); DP: one process per machine "
        "using all its GPUs; MULTI_CPU: several CPU processes; FSDP, DEEPSPEED, MEGATRON_LM: "
        "MULTI_GPU plus accelerate's environment for them",
