@@ -131,6 +131,7 @@ void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
     }
   }
   if (given(cmd, "same_network")) settings.same_network = true;
+  if (given(cmd, "mixed_precision")) out[std::string(config::kMixedPrecisionFlag)] = "true";
 
   // accelerate: one of these at a time; any of them replaces the config file's paradigm.
   std::vector<std::string> chosen;

@@ -105,7 +105,12 @@ void megatron(const Args& a, Env& env) {
 }
 
 void deepspeed(const Args& a, Env& env) {
-  env["ACCELERATE_CONFIG_DS_FIELDS"] = lower(a.get_or(kDeepSpeedFields.data(), ""));
+  std::string fields = lower(a.get_or(kDeepSpeedFields.data(), ""));
+  if (a.on(kMixedPrecisionFlag.data()) && fields.ends_with("mixed_precision")) {
+    fields.erase(fields.size() - std::string_view("mixed_precision").size());
+    if (!fields.empty()) fields.pop_back();  // its comma
+  }
+  env["ACCELERATE_CONFIG_DS_FIELDS"] = fields;
   env["ACCELERATE_USE_DEEPSPEED"] = "true";
   if (auto v = a.get("zero_stage")) env["ACCELERATE_DEEPSPEED_ZERO_STAGE"] = *v;
   if (auto v = a.get("gradient_accumulation_steps"))

@@ -175,6 +175,13 @@ TEST_CASE("ACCELERATE_USE_DEEPSPEED and ACCELERATE_DEEPSPEED_*", "[accelerate_en
   CHECK_FALSE(get(env, "ACCELERATE_DYNAMO_BACKEND"));
   CHECK_FALSE(get(env, "OMP_NUM_THREADS"));
 
+  // A --mixed_precision flag takes mixed_precision out of the file's fields.
+  const Env flagged =
+      env_of(launch_with({{"use_deepspeed", "true"},
+                          {std::string(kDeepSpeedFields), "zero_stage,mixed_precision"},
+                          {std::string(kMixedPrecisionFlag), "true"}}));
+  CHECK(get(flagged, "ACCELERATE_CONFIG_DS_FIELDS") == "zero_stage");
+
   const Env bare = env_of(launch_with({{"use_deepspeed", "true"}}));
   CHECK(get(bare, "ACCELERATE_CONFIG_DS_FIELDS") == "");
   CHECK_FALSE(get(bare, "ACCELERATE_DEEPSPEED_ZERO_STAGE"));

@@ -48,6 +48,10 @@ std::string allowed_values(const AccelerateArg& arg);
 /// exports them as ACCELERATE_CONFIG_DS_FIELDS).
 inline constexpr std::string_view kDeepSpeedFields = "deepspeed_fields_from_accelerate_config";
 
+/// The Args entry ("true") saying --mixed_precision was given: accelerate then leaves
+/// mixed_precision out of ACCELERATE_CONFIG_DS_FIELDS, since the file's value did not count.
+inline constexpr std::string_view kMixedPrecisionFlag = "mixed_precision_from_flag";
+
 /// Whether `key` is a top-level config key this file reads: the sections, enable_cpu_affinity,
 /// num_cpu_threads_per_process and accelerate's old top-level dynamo_backend.
 bool is_accelerate_config_key(std::string_view key);

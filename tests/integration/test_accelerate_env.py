@@ -162,6 +162,16 @@ def test_deepspeed_config_gives_deepspeeds_environment(xlaunch_bin, plain_python
         assert env["WORLD_SIZE"] == "2"
 
 
+def test_a_mixed_precision_flag_leaves_the_ds_fields(xlaunch_bin, plain_python, tmp_path):
+    r, envs = launch(xlaunch_bin, plain_python, tmp_path,
+                     ["--config_file", config(tmp_path, DEEPSPEED_CONFIG), "--mixed_precision",
+                      "bf16"], CUDA_VISIBLE_DEVICES="0,1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for env in envs:
+        assert env["ACCELERATE_MIXED_PRECISION"] == "bf16"
+        assert env["ACCELERATE_CONFIG_DS_FIELDS"].endswith("zero_stage")  # no mixed_precision
+
+
 def test_accelerate_deepspeed_command_line(xlaunch_bin, plain_python, tmp_path):
     """An `accelerate launch` command line, flags only, as accelerate's docs write it."""
     r, envs = launch(xlaunch_bin, plain_python, tmp_path,
