@@ -38,6 +38,7 @@ class Args {
     return get(name).value_or(fallback);
   }
   bool on(const char* name) const { return get(name) == "true"; }
+  const AccelerateArgs& all() const { return args_; }
 
  private:
   const AccelerateArgs& args_;
@@ -54,6 +55,12 @@ void dynamo(const Args& a, Env& env) {
 
 void fp8(const Args& a, Env& env) {
   if (auto backend = a.get("fp8_backend")) env["ACCELERATE_FP8_BACKEND"] = *backend;
+  // fp8_config keys accelerate has no flag for pass through, as accelerate passes them.
+  for (const auto& [name, value] : a.all()) {
+    if (name.starts_with("fp8_") && !find_accelerate_arg(name)) {
+      env["ACCELERATE_" + upper(name)] = value;
+    }
+  }
   env["ACCELERATE_FP8_USE_AUTOCAST_DURING_EVAL"] =
       python_bool(a.get_or("fp8_use_autocast_during_eval", "false"));
   env["ACCELERATE_FP8_MARGIN"] = a.get_or("fp8_margin", "0");

@@ -260,6 +260,18 @@ TEST_CASE("ACCELERATE_FP8_*: only with mixed_precision fp8", "[accelerate_env]")
   CHECK(get(set, "ACCELERATE_FP8_OVERRIDE_FPROP") == "True");
   CHECK(get(set, "ACCELERATE_FP8_OVERRIDE_DGRAD") == "False");
   CHECK(get(set, "ACCELERATE_FP8_OVERRIDE_WGRAD") == "True");
+
+  // fp8_config keys without a flag of their own pass through, as accelerate passes them.
+  const Settings file = load_config_text(
+                            "mixed_precision: fp8\nfp8_config:\n  backend: AO\n  "
+                            "enable_fsdp_float8_all_gather: true\n"
+                            "  pad_inner_dim: 16\n",
+                            "f.yaml")
+                            .settings;
+  const Env passed = env_of(accelerate_launch(file, DistributedType::MultiGpu));
+  CHECK(get(passed, "ACCELERATE_FP8_BACKEND") == "AO");
+  CHECK(get(passed, "ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER") == "True");
+  CHECK(get(passed, "ACCELERATE_FP8_PAD_INNER_DIM") == "16");
 }
 
 TEST_CASE("use_cpu / --cpu: ACCELERATE_USE_CPU=True, no GPU, no paradigm", "[accelerate_env]") {

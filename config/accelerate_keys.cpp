@@ -226,6 +226,20 @@ void read_section(std::string_view section, const YAML::Node& value, const YAML:
     if (section == kDeepSpeed) ds_fields += (ds_fields.empty() ? "" : ",") + key;
     const std::string name = argument_name(section, key);
     const AccelerateArg* arg = find_accelerate_arg(name);
+    if (arg == nullptr && section == kFp8) {
+      // accelerate exports every fp8_* argument, known or not, as ACCELERATE_FP8_*.
+      const auto suggestion = closest_in_section(section, name);
+      if (suggestion) {
+        notices.push_back(
+            fmt::format("{}: key '{}' is exported as ACCELERATE_{}; did you mean '{}'?",
+                        where(origin, entry.first.Mark()), shown_key, name, *suggestion));
+      }
+      if (const auto text = entry.second.IsNull() ? std::nullopt : value_text(entry.second)) {
+        const auto b = parse_boolean(*text);
+        into[name] = b && !parse_number(*text) ? (*b ? "True" : "False") : *text;
+      }
+      continue;
+    }
     if (arg == nullptr || arg->section != section) {
       const auto suggestion = closest_in_section(section, name);
       notices.push_back(fmt::format(
