@@ -429,6 +429,16 @@ TEST_CASE("values are checked and normalised as accelerate reads them", "[accele
   CHECK(allowed_values(*find_accelerate_arg("zero_stage")) == "one of: 0, 1, 2, 3");
 }
 
+TEST_CASE("config show lists the accelerate arguments", "[accelerate_env]") {
+  CHECK(format_accelerate_args({}) == "");
+  CHECK(format_accelerate_args({{"use_fsdp", "true"},
+                                {"fsdp_version", "2"},
+                                {std::string(kDeepSpeedFields), "zero_stage"}}) ==
+        "\naccelerate launch arguments (docs/config.md):\n"
+        "fsdp_version  2\n"
+        "use_fsdp      true\n");
+}
+
 TEST_CASE("accelerate's default config path", "[accelerate_env]") {
   CHECK(accelerate_default_config_path(fake_env({{"HF_HOME", "/hf/"}, {"HOME", "/h"}})) ==
         "/hf/accelerate/default_config.yaml");

@@ -363,6 +363,22 @@ void read_accelerate_key(const std::string& key, const YAML::Node& value, const 
   read_section(key, value, root, origin, into, problems, notices);
 }
 
+std::string format_accelerate_args(const AccelerateArgs& args) {
+  // Bookkeeping entries (kDeepSpeedFields, kMixedPrecisionFlag) are no arguments.
+  auto shown_arg = [](const std::string& name) {
+    return find_accelerate_arg(name) != nullptr || name.starts_with("fp8_");
+  };
+  std::size_t width = 0;
+  for (const auto& [name, value] : args) {
+    if (shown_arg(name)) width = std::max(width, name.size());
+  }
+  std::string out;
+  for (const auto& [name, value] : args) {
+    if (shown_arg(name)) out += fmt::format("{:<{}}  {}\n", name, width, value);
+  }
+  return out.empty() ? out : "\naccelerate launch arguments (docs/config.md):\n" + out;
+}
+
 std::optional<std::string> paradigm_switch(std::string_view distributed_type) {
   const std::string t = lower(trim(distributed_type));
   if (t == "fsdp") return "use_fsdp";

@@ -64,6 +64,10 @@ void read_accelerate_key(const std::string& key, const YAML::Node& value, const 
                          const std::string& origin, AccelerateArgs& into,
                          std::vector<std::string>& problems, std::vector<std::string>& notices);
 
+/// For `config show`: "\naccelerate launch arguments:\n" and one "name  value" line per
+/// argument in `args`, in name order; "" when there is none.
+std::string format_accelerate_args(const AccelerateArgs& args);
+
 /// accelerate's distributed_type values that are a training paradigm on top of MULTI_GPU:
 /// "fsdp" -> "use_fsdp", "deepspeed" -> "use_deepspeed", "megatron_lm" -> "use_megatron_lm"
 /// (case-insensitive); nullopt for others.

@@ -126,6 +126,20 @@ def test_fsdp_config_reaches_every_worker(xlaunch_bin, plain_python, tmp_path):
     assert sorted(env["CUDA_VISIBLE_DEVICES"] for env in envs) in (["6", "7"], ["6,7", "6,7"])
 
 
+def test_config_show_lists_the_fsdp_arguments(xlaunch_bin, tmp_path):
+    r = subprocess.run([xlaunch_bin, "config", "show", "--config_file",
+                        config(tmp_path, FSDP_CONFIG)], capture_output=True, text=True,
+                       env=isolated_env(tmp_path), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "accelerate launch arguments" in r.stdout
+    rows = dict(line.split(None, 1) for line in r.stdout.split("accelerate launch arguments")[1]
+                .splitlines()[1:] if line.strip())
+    assert rows["use_fsdp"] == "true"
+    assert rows["fsdp_version"] == "2"
+    assert rows["fsdp_transformer_layer_cls_to_wrap"] == "BertLayer"
+    assert "FSDP" in r.stdout.split("accelerate launch arguments")[0]  # distributed_type
+
+
 def test_fsdp_flags_override_the_file(xlaunch_bin, plain_python, tmp_path):
     r, envs = launch(xlaunch_bin, plain_python, tmp_path,
                      ["--config_file", config(tmp_path, FSDP_CONFIG), "--fsdp-version", "1",
