@@ -145,9 +145,9 @@ void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
                      "--use_megatron_lm at a time: keep one");
   }
   if (!chosen.empty() && chosen[0] != "--cpu") {
-    for (const char* name : {"use_fsdp", "use_deepspeed", "use_megatron_lm"}) {
-      if (chosen[0] != std::string("--") + name) out[name] = "false";
-    }
+    config::select_paradigm(out, chosen[0] == "--multi_gpu"
+                                     ? std::nullopt
+                                     : std::optional<std::string>(chosen[0].substr(2)));
     if (!settings.distributed_type) settings.distributed_type = config::DistributedType::MultiGpu;
   }
 }

@@ -340,6 +340,8 @@ TEST_CASE("config sections become accelerate launch arguments", "[accelerate_env
       "enable_cpu_affinity: true\n"
       "num_cpu_threads_per_process: 3\n");
   const AccelerateArgs expected = {{"use_fsdp", "true"},
+                                   {"use_deepspeed", "false"},
+                                   {"use_megatron_lm", "false"},
                                    {"fsdp_sharding_strategy", "HYBRID_SHARD"},
                                    {"fsdp_offload_params", "true"},
                                    {"fsdp_transformer_layer_cls_to_wrap", "BertLayer,T5Block"},
@@ -401,6 +403,17 @@ TEST_CASE("unknown section keys are a notice with a did-you-mean", "[accelerate_
         "f.yaml:2:3: key 'fsdp_config.fsdp_sharding_stratgy' is not one that accelerate launch "
         "exports; ignored (did you mean 'fsdp_sharding_strategy'?)");
   CHECK(loaded.settings.accelerate.empty());
+}
+
+TEST_CASE("a distributed_type from a higher source replaces the file's paradigm",
+          "[accelerate_env]") {
+  const Settings file = settings_of("distributed_type: FSDP\n");
+  CHECK(selected_paradigm(file.accelerate) == "FSDP");
+  const Settings env = settings_of("distributed_type: MULTI_GPU\n");  // e.g. XLAUNCH_*
+  CHECK_FALSE(selected_paradigm(merge(file, env).accelerate));
+  const Settings ds = settings_of("distributed_type: DEEPSPEED\n");
+  CHECK(selected_paradigm(merge(file, ds).accelerate) == "DEEPSPEED");
+  CHECK_NOTHROW(accelerate_launch(merge(file, ds), DistributedType::MultiGpu));
 }
 
 TEST_CASE("flags override the file's arguments one by one", "[accelerate_env]") {

@@ -365,7 +365,8 @@ void read_accelerate_key(const std::string& key, const YAML::Node& value, const 
 
 std::string format_accelerate_args(const AccelerateArgs& args) {
   // Bookkeeping entries (kDeepSpeedFields, kMixedPrecisionFlag) are no arguments.
-  auto shown_arg = [](const std::string& name) {
+  auto shown_arg = [&](const std::string& name) {
+    if (name.starts_with("use_") && args.at(name) == "false") return false;  // the default
     return find_accelerate_arg(name) != nullptr || name.starts_with("fp8_");
   };
   std::size_t width = 0;
@@ -385,6 +386,12 @@ std::optional<std::string> paradigm_switch(std::string_view distributed_type) {
   if (t == "deepspeed") return "use_deepspeed";
   if (t == "megatron_lm") return "use_megatron_lm";
   return std::nullopt;
+}
+
+void select_paradigm(AccelerateArgs& args, const std::optional<std::string>& paradigm) {
+  for (const char* name : {"use_fsdp", "use_deepspeed", "use_megatron_lm"}) {
+    args[name] = paradigm == name ? "true" : "false";
+  }
 }
 
 std::optional<std::string> selected_paradigm(const AccelerateArgs& args) {

@@ -73,6 +73,10 @@ std::string format_accelerate_args(const AccelerateArgs& args);
 /// (case-insensitive); nullopt for others.
 std::optional<std::string> paradigm_switch(std::string_view distributed_type);
 
+/// Sets use_fsdp, use_deepspeed and use_megatron_lm: "true" for `paradigm` (one of those
+/// names), "false" for the others, so that a higher source replaces a lower one's choice.
+void select_paradigm(AccelerateArgs& args, const std::optional<std::string>& paradigm);
+
 /// The paradigm `args` selects ("FSDP", "DEEPSPEED", "MEGATRON_LM"), or nullopt.
 std::optional<std::string> selected_paradigm(const AccelerateArgs& args);
 

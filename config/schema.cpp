@@ -196,12 +196,13 @@ std::vector<KeySpec> build_schema() {
          const std::string t = lower(trim(text));
          if (auto type = parse_distributed_type(t)) {
            into.distributed_type = type;
+           select_paradigm(into.accelerate, std::nullopt);  // over a lower source's FSDP...
            return true;
          }
          // One process per GPU, plus accelerate's environment for the paradigm.
          if (auto paradigm = paradigm_switch(t)) {
            into.distributed_type = DistributedType::MultiGpu;
-           into.accelerate[*paradigm] = "true";
+           select_paradigm(into.accelerate, paradigm);
            return true;
          }
          return false;
