@@ -391,8 +391,9 @@ TEST_CASE("bad section values name file:line:col, the key and what is allowed",
                              "a mapping"));
   CHECK_THAT(error_of("dynamo_config:\n  dynamo_use_fullgraph: maybe\n"),
              Catch::Contains("(allowed: true or false)"));
-  CHECK_THAT(error_of("num_cpu_threads_per_process: -1\n"),
-             Catch::Contains("key 'num_cpu_threads_per_process': bad value '-1'"));
+  CHECK_THAT(error_of("num_cpu_threads_per_process: 0\n"),
+             Catch::Contains("key 'num_cpu_threads_per_process': bad value '0' (allowed: a whole "
+                             "number >= 1)"));
 }
 
 TEST_CASE("unknown section keys are a notice with a did-you-mean", "[accelerate_env]") {
@@ -433,6 +434,10 @@ TEST_CASE("values are checked and normalised as accelerate reads them", "[accele
   CHECK(normal("fsdp_offload_params", "False") == "false");
   CHECK(normal("fsdp_min_num_params", "1e8") == "100000000");
   CHECK_FALSE(normal("fsdp_min_num_params", "1.5"));
+  CHECK_FALSE(normal("fsdp_min_num_params", "1e300"));
+  CHECK(normal("fsdp_min_num_params", "0") == "0");
+  CHECK_FALSE(normal("num_cpu_threads_per_process", "0"));
+  CHECK(allowed_values(*find_accelerate_arg("megatron_lm_tp_degree")) == "a whole number >= 1");
   CHECK(normal("dynamo_backend", "inductor") == "inductor");
   CHECK_FALSE(normal("dynamo_backend", "magic"));
   CHECK(normal("offload_optimizer_device", "CPU") == "CPU");

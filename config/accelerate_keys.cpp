@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include "config/schema.hpp"
 #include "config/validate.hpp"
@@ -148,6 +149,17 @@ std::vector<std::string_view> split_choices(std::string_view choices) {
   return out;
 }
 
+/// Counts that must be at least 1 (a thread count of 0, a parallel degree of 0...).
+bool positive_count(std::string_view name) {
+  for (std::string_view n :
+       {"num_cpu_threads_per_process", "gradient_accumulation_steps", "megatron_lm_tp_degree",
+        "megatron_lm_pp_degree", "megatron_lm_num_micro_batches", "fp8_interval",
+        "fp8_amax_history_len"}) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
 std::string where(const std::string& origin, const YAML::Mark& mark) {
   if (mark.is_null()) return origin;
   return fmt::format("{}:{}:{}", origin, mark.line + 1, mark.column + 1);
@@ -282,7 +294,8 @@ std::optional<std::string> normalize_accelerate_value(const AccelerateArg& arg,
     case ArgKind::Integer: {
       // accelerate's own default for fsdp_min_num_params is written 1e8; accept whole numbers.
       const auto n = parse_number(t);
-      if (!n || *n < 0 || *n != static_cast<double>(static_cast<long long>(*n)))
+      // Bounded before the cast, which is undefined for values a long long cannot hold.
+      if (!n || *n < (positive_count(arg.name) ? 1 : 0) || *n > 1e15 || *n != std::floor(*n))
         return std::nullopt;
       return std::to_string(static_cast<long long>(*n));
     }
@@ -322,7 +335,7 @@ std::string allowed_values(const AccelerateArg& arg) {
     case ArgKind::Bool:
       return "true or false";
     case ArgKind::Integer:
-      return "a whole number >= 0";
+      return positive_count(arg.name) ? "a whole number >= 1" : "a whole number >= 0";
     case ArgKind::Number:
       return "a number";
     case ArgKind::Choice: {
