@@ -137,8 +137,9 @@ void deepspeed(const Args& a, Env& env) {
 
 }  // namespace
 
-AccelerateLaunch accelerate_launch(const Settings& s, DistributedType type) {
+AccelerateLaunch accelerate_launch(const Settings& s, DistributedType type, int local_processes) {
   AccelerateLaunch out;
+  out.local_processes = local_processes;
   out.args = s.accelerate;
   out.use_cpu = s.use_cpu.value_or(false);
   out.debug = s.debug.value_or(false);
@@ -186,9 +187,13 @@ std::map<std::string, std::string> accelerate_environment(const AccelerateLaunch
   }
   // The simple launcher (one process, or CPU workers).
   env["ACCELERATE_USE_CPU"] = cpu ? "True" : "False";
-  // accelerate tests the text "False" for truth, so it sets these for every simple launch.
-  env["KMP_AFFINITY"] = "granularity=fine,compact,1,0";
-  env["KMP_BLOCKTIME"] = "1";
+  // accelerate tests the text "False" for truth, so it sets these for every simple launch,
+  // which runs one process. Several workers with compact affinity would each pin their
+  // threads to the same first cores (Intel OpenMP), so they get them only when alone.
+  if (launch.local_processes == 1) {
+    env["KMP_AFFINITY"] = "granularity=fine,compact,1,0";
+    env["KMP_BLOCKTIME"] = "1";
+  }
   if (cpu) env["CUDA_VISIBLE_DEVICES"] = "";  // xlaunch's: a CPU job's workers see no GPU
   return env;
 }

@@ -20,12 +20,15 @@ struct AccelerateLaunch {
   bool debug = false;      ///< debug / --debug
   bool multi_gpu = false;  ///< the job runs as MULTI_GPU (accelerate's multi-GPU launcher)
   MixedPrecision mixed_precision = MixedPrecision::No;
+  int local_processes = 1;  ///< workers on this machine
 };
 
-/// The launch inputs of merged settings whose distributed type resolved to `type`. Throws
+/// The launch inputs of merged settings whose distributed type resolved to `type`, with
+/// `local_processes` workers on this machine. Throws
 /// UsageError (exit 2) for contradictions accelerate refuses too: two training paradigms at
 /// once, fsdp_cpu_ram_efficient_loading without fsdp_sync_module_states.
-AccelerateLaunch accelerate_launch(const Settings& settings, DistributedType type);
+AccelerateLaunch accelerate_launch(const Settings& settings, DistributedType type,
+                                   int local_processes);
 
 /// The variables accelerate exports for `launch` (name -> value). Added to every worker's
 /// environment; an empty CUDA_VISIBLE_DEVICES hides the GPUs of a use_cpu job.

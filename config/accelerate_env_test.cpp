@@ -268,7 +268,7 @@ TEST_CASE("ACCELERATE_FP8_*: only with mixed_precision fp8", "[accelerate_env]")
                             "  pad_inner_dim: 16\n",
                             "f.yaml")
                             .settings;
-  const Env passed = env_of(accelerate_launch(file, DistributedType::MultiGpu));
+  const Env passed = env_of(accelerate_launch(file, DistributedType::MultiGpu, 2));
   CHECK(get(passed, "ACCELERATE_FP8_BACKEND") == "AO");
   CHECK(get(passed, "ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER") == "True");
   CHECK(get(passed, "ACCELERATE_FP8_PAD_INNER_DIM") == "16");
@@ -284,6 +284,12 @@ TEST_CASE("use_cpu / --cpu: ACCELERATE_USE_CPU=True, no GPU, no paradigm", "[acc
   CHECK_FALSE(get(env, "ACCELERATE_USE_FSDP"));
   CHECK(get(env, "KMP_AFFINITY") == "granularity=fine,compact,1,0");
   CHECK(get(env, "KMP_BLOCKTIME") == "1");
+  // Several CPU workers: no compact pinning, which would stack them on the same cores.
+  l.local_processes = 2;
+  const Env several = env_of(l);
+  CHECK(get(several, "ACCELERATE_USE_CPU") == "True");
+  CHECK_FALSE(get(several, "KMP_AFFINITY"));
+  CHECK_FALSE(get(several, "KMP_BLOCKTIME"));
 }
 
 TEST_CASE("the simple launcher (one GPU process) and the multi-GPU one", "[accelerate_env]") {
@@ -300,13 +306,13 @@ TEST_CASE("the simple launcher (one GPU process) and the multi-GPU one", "[accel
 TEST_CASE("contradictions accelerate refuses are exit-2 errors", "[accelerate_env]") {
   Settings s;
   s.accelerate = {{"use_fsdp", "true"}, {"use_deepspeed", "true"}};
-  CHECK_THROWS_WITH(accelerate_launch(s, DistributedType::MultiGpu),
+  CHECK_THROWS_WITH(accelerate_launch(s, DistributedType::MultiGpu, 2),
                     Catch::Contains("more than one training paradigm"));
   s.accelerate = {{"use_fsdp", "true"}, {"fsdp_sync_module_states", "false"}};
-  CHECK_THROWS_WITH(accelerate_launch(s, DistributedType::MultiGpu),
+  CHECK_THROWS_WITH(accelerate_launch(s, DistributedType::MultiGpu, 2),
                     Catch::Contains("fsdp_sync_module_states is false"));
   s.accelerate["fsdp_cpu_ram_efficient_loading"] = "false";
-  CHECK_NOTHROW(accelerate_launch(s, DistributedType::MultiGpu));
+  CHECK_NOTHROW(accelerate_launch(s, DistributedType::MultiGpu, 2));
 }
 
 TEST_CASE("accelerate_launch takes use_cpu, debug, precision and the job type",
@@ -316,13 +322,14 @@ TEST_CASE("accelerate_launch takes use_cpu, debug, precision and the job type",
   s.debug = true;
   s.mixed_precision = MixedPrecision::Fp8;
   s.accelerate = {{"zero_stage", "2"}};
-  const AccelerateLaunch l = accelerate_launch(s, DistributedType::MultiGpu);
+  const AccelerateLaunch l = accelerate_launch(s, DistributedType::MultiGpu, 2);
   CHECK(l.use_cpu);
   CHECK(l.debug);
   CHECK(l.multi_gpu);
   CHECK(l.mixed_precision == MixedPrecision::Fp8);
+  CHECK(l.local_processes == 2);
   CHECK(l.args.at("zero_stage") == "2");
-  CHECK_FALSE(accelerate_launch(s, DistributedType::MultiCpu).multi_gpu);
+  CHECK_FALSE(accelerate_launch(s, DistributedType::MultiCpu, 2).multi_gpu);
 }
 
 TEST_CASE("config sections become accelerate launch arguments", "[accelerate_env]") {
@@ -414,7 +421,7 @@ TEST_CASE("a distributed_type from a higher source replaces the file's paradigm"
   CHECK_FALSE(selected_paradigm(merge(file, env).accelerate));
   const Settings ds = settings_of("distributed_type: DEEPSPEED\n");
   CHECK(selected_paradigm(merge(file, ds).accelerate) == "DEEPSPEED");
-  CHECK_NOTHROW(accelerate_launch(merge(file, ds), DistributedType::MultiGpu));
+  CHECK_NOTHROW(accelerate_launch(merge(file, ds), DistributedType::MultiGpu, 2));
 }
 
 TEST_CASE("flags override the file's arguments one by one", "[accelerate_env]") {

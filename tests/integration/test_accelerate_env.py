@@ -229,6 +229,7 @@ def test_use_cpu_hides_the_gpus(xlaunch_bin, plain_python, tmp_path):
         assert env["ACCELERATE_USE_CPU"] == "True"
         assert env["CUDA_VISIBLE_DEVICES"] == ""
         assert "ACCELERATE_USE_FSDP" not in env
+        assert "KMP_AFFINITY" not in env  # two workers: no compact pinning onto the same cores
 
 
 def test_cpu_flag_beats_the_files_fsdp(xlaunch_bin, plain_python, tmp_path):
