@@ -90,6 +90,8 @@ void add_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
                "One machine, store on a free loopback port (torchrun's flag)")
       ->group(kMachines);
 
+  add_accelerate_flags(cmd, flags.accelerate);
+
   // PROGRAM and everything after it belong to the worker, unparsed.
   cmd.prefix_command();
 }
@@ -105,6 +107,7 @@ void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
   config::Settings& s = flags.settings;
   s = config::settings_from_flags(given);
   if (flags.multi_gpu) s.distributed_type = config::DistributedType::MultiGpu;
+  finish_accelerate_flags(cmd, flags.accelerate, s);
   if (flags.standalone) {
     if (s.num_machines && *s.num_machines != 1) {
       throw UsageError("--standalone runs on one machine, but --num_machines is " +

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/accelerate_flags.hpp"
 #include "config/settings.hpp"
 
 namespace xlaunch::cli {
@@ -21,6 +22,7 @@ struct LaunchFlags {
   bool module = false;
   bool no_python = false;
   bool standalone = false;
+  AccelerateFlags accelerate;  // accelerate launch's own flags (cli/accelerate_flags.hpp)
 };
 
 /// Declares every launch flag on `cmd`; values land in `flags` after parsing, once

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "config/accelerate_env.hpp"
 #include "config/env_settings.hpp"
 #include "config/paths.hpp"
 #include "config/schema.hpp"
@@ -63,6 +64,18 @@ Resolved resolve(const Settings& flags, const std::optional<std::string>& config
     } else if (auto named = getenv("XLAUNCH_CONFIG_FILE"); named && !named->empty()) {
       out.notices.push_back(fmt::format(
           "XLAUNCH_CONFIG_FILE names {}, which does not exist; no config file read", *named));
+    }
+  }
+
+  // No xlaunch config at all: accelerate's own default config, as `accelerate launch` reads it.
+  const auto named_file = getenv("XLAUNCH_CONFIG_FILE");
+  if (!out.config_file && !config_file_flag && (!named_file || named_file->empty())) {
+    std::error_code ec;
+    if (auto path = accelerate_default_config_path(getenv);
+        path && std::filesystem::is_regular_file(*path, ec)) {
+      out.config_file = *path;
+      out.notices.push_back(
+          fmt::format("no xlaunch config file; using accelerate's default config {}", *path));
     }
   }
 

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <limits>
 
+#include "config/accelerate_keys.hpp"
+
 namespace xlaunch::config {
 namespace {
 
@@ -185,29 +187,29 @@ std::vector<KeySpec> build_schema() {
                           "accelerate's compute environment; xlaunch runs on your own machines",
                           [](std::string_view t) { return one_of(t, {"LOCAL_MACHINE"}); }));
   keys.push_back(
-      {"distributed_type", ValueKind::Choice, "NO, MULTI_GPU (or DDP), DP, MULTI_CPU",
+      {"distributed_type", ValueKind::Choice,
+       "NO, MULTI_GPU (or DDP), DP, MULTI_CPU, FSDP, DEEPSPEED, MEGATRON_LM",
        "NO: one process; MULTI_GPU: one process per GPU (DDP); DP: one process per machine "
-       "using all its GPUs; MULTI_CPU: several CPU processes",
-       [](std::string_view text, Settings& into, std::string& notice) {
+       "using all its GPUs; MULTI_CPU: several CPU processes; FSDP, DEEPSPEED, MEGATRON_LM: "
+       "MULTI_GPU plus accelerate's environment for them",
+       [](std::string_view text, Settings& into, std::string&) {
          const std::string t = lower(trim(text));
          if (auto type = parse_distributed_type(t)) {
            into.distributed_type = type;
+           select_paradigm(into.accelerate, std::nullopt);  // over a lower source's FSDP...
            return true;
          }
-         // accelerate launches these with one process per GPU too; the framework itself
-         // is set up by the training script, which xlaunch leaves alone.
-         if (t == "deepspeed" || t == "fsdp" || t == "megatron_lm") {
+         // One process per GPU, plus accelerate's environment for the paradigm.
+         if (auto paradigm = paradigm_switch(t)) {
            into.distributed_type = DistributedType::MultiGpu;
-           notice = fmt::format(
-               "distributed_type {} launches as MULTI_GPU (one process per GPU); xlaunch does "
-               "not set up {} itself",
-               std::string(trim(text)), std::string(trim(text)));
+           select_paradigm(into.accelerate, paradigm);
            return true;
          }
          return false;
        },
        [](const Settings& s) -> std::optional<std::string> {
          if (!s.distributed_type) return std::nullopt;
+         if (auto paradigm = selected_paradigm(s.accelerate)) return paradigm;
          return std::string(to_string(*s.distributed_type));
        }});
   keys.push_back({"mixed_precision", ValueKind::Choice, "no, fp16, bf16, fp8",
@@ -295,17 +297,10 @@ std::vector<KeySpec> build_schema() {
 }
 
 const IgnoredKey kIgnored[] = {
-    {"deepspeed_config", "xlaunch does not run DeepSpeed"},
-    {"fsdp_config", "xlaunch does not configure FSDP; set it up in the training script"},
-    {"megatron_lm_config", "xlaunch does not configure Megatron-LM"},
-    {"dynamo_config", "xlaunch does not set up torch.compile"},
-    {"dynamo_backend", "xlaunch does not set up torch.compile", "no"},
     {"tp_config", "xlaunch does not configure tensor parallelism"},
-    {"fp8_config", "xlaunch passes only mixed_precision to workers"},
     {"ipex_config", "xlaunch does not set up Intel Extension for PyTorch"},
     {"mpirun_config", "xlaunch starts workers itself, not through mpirun"},
     {"main_training_function", "only accelerate's notebook launcher uses it", "main"},
-    {"enable_cpu_affinity", "xlaunch does not pin workers to CPUs"},
     {"downcast_bf16", "xlaunch does not run on TPUs"},
     {"command_file", "xlaunch does not run on TPUs"},
     {"commands", "xlaunch does not run on TPUs"},

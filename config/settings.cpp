@@ -48,6 +48,7 @@ Settings merge(const Settings& low, const Settings& high) {
   take(out.local_ranks_filter, high.local_ranks_filter);
   take(out.python, high.python);
   take(out.bind_addr, high.bind_addr);
+  for (const auto& [name, value] : high.accelerate) out.accelerate[name] = value;
   return out;
 }
 

@@ -2,6 +2,7 @@
 // provides. Every field is optional: absent means "this source says nothing".
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,8 @@ struct Settings {
   std::optional<std::string> local_ranks_filter;  // "0" or "0,2"
   std::optional<std::string> python;              // interpreter for .py programs
   std::optional<std::string> bind_addr;
+  /// accelerate launch arguments (FSDP, DeepSpeed, dynamo...; config/accelerate_keys.hpp).
+  std::map<std::string, std::string> accelerate;
 };
 
 /// Field by field, `high` wins where it says something; otherwise `low` is kept.

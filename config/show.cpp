@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "config/accelerate_keys.hpp"
 #include "config/schema.hpp"
 
 namespace xlaunch::config {
@@ -47,6 +48,7 @@ std::string format_show(const Resolved& resolved, const std::optional<std::strin
     out += fmt::format("{:<{}}  {:<{}}  {}\n", key.name, key_width, value.value_or("-"),
                        value_width, from);
   }
+  out += format_accelerate_args(resolved.settings.accelerate);
   return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "config/accelerate_keys.hpp"
 #include "config/schema.hpp"
 #include "config/usage_error.hpp"
 
@@ -122,6 +123,8 @@ LoadedConfig validate_document(const YAML::Node& root, const std::string& origin
       }
       value_marks[key] = value_mark;
       if (!notice.empty()) out.notices.push_back(where(origin, value_mark) + ": " + notice);
+    } else if (is_accelerate_config_key(key)) {
+      read_accelerate_key(key, value, root, origin, out.settings.accelerate, problems, out.notices);
     } else if (const IgnoredKey* ignored = find_ignored_key(key)) {
       if (key == "fp16") legacy_fp16 = value.IsScalar() && parse_boolean(value.Scalar()) == true;
       if (key != "fp16" && !inert(value, ignored->inert_value)) {

@@ -56,11 +56,10 @@ TEST_CASE("non-empty accelerate-only keys are named in a notice", "[validate]") 
       "deepspeed_config:\n  zero_stage: 2\ntpu_name: pod\ndowncast_bf16: 'no'\n"
       "enable_cpu_affinity: false\nmain_training_function: train\n",
       "f.yaml");
-  REQUIRE(loaded.notices.size() == 3);
-  CHECK(loaded.notices[0] ==
-        "f.yaml:1:1: ignoring deepspeed_config (xlaunch does not run DeepSpeed)");
-  CHECK(contains(loaded.notices[1], "f.yaml:3:1: ignoring tpu_name"));
-  CHECK(contains(loaded.notices[2], "main_training_function"));
+  REQUIRE(loaded.notices.size() == 2);  // deepspeed_config is read now (accelerate_keys)
+  CHECK(loaded.settings.accelerate.at("zero_stage") == "2");
+  CHECK(contains(loaded.notices[0], "f.yaml:3:1: ignoring tpu_name"));
+  CHECK(contains(loaded.notices[1], "main_training_function"));
 }
 
 TEST_CASE("unknown keys warn with a suggestion and location", "[validate]") {
@@ -82,7 +81,7 @@ TEST_CASE("each kind of bad value names file, line, column, key, value and what 
                  "fp8)"));
   CHECK(contains(error_of("distributed_type: TPU\n"),
                  "f.yaml:1:19: key 'distributed_type': bad value 'TPU' (allowed: NO, MULTI_GPU "
-                 "(or DDP), DP, MULTI_CPU)"));
+                 "(or DDP), DP, MULTI_CPU, FSDP, DEEPSPEED, MEGATRON_LM)"));
   CHECK(contains(error_of("main_process_port: 99999\n"),
                  "f.yaml:1:20: key 'main_process_port': bad value '99999' (allowed: a port "
                  "number 0..65535"));

@@ -231,7 +231,8 @@ int launch(const LaunchRequest& request) {
                         fmt::join(plan.argv, " ")));
   say("xlaunch: run {}: {}, store {}:{}{}\n", plan.run_id, describe_workers(plan), plan.master_addr,
       plan.master_port, files.keeps_output() ? fmt::format(", logs in {}", files.run_dir()) : "");
-  if (plan.local_world_size > 1 && omp_threads_defaulted(parent_env)) {
+  if (plan.local_world_size > 1 && omp_threads_defaulted(parent_env) &&
+      !plan.accelerate.args.contains("num_cpu_threads_per_process")) {
     say("xlaunch: setting OMP_NUM_THREADS=1 for each worker (set it yourself to choose)\n");
   }
 

@@ -150,6 +150,7 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
         plan.gpus.empty() ? DistributedType::MultiCpu : DistributedType::MultiGpu;
   }
   plan.mixed_precision = s.mixed_precision.value_or(config::MixedPrecision::No);
+  plan.accelerate = config::accelerate_launch(s, plan.distributed_type, plan.local_world_size);
 
   if (s.main_process_port) {
     if (*s.main_process_port < 0 || *s.main_process_port > 65535) {

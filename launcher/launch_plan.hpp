@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "config/accelerate_env.hpp"
 #include "config/settings.hpp"
 
 namespace xlaunch::launcher {
@@ -38,6 +39,7 @@ struct LaunchPlan {
   std::chrono::milliseconds term_timeout{10'000};
   std::optional<std::set<int>> console_ranks;   // local ranks shown; nullopt: all
   std::vector<ConsoleStreams> console_streams;  // per local rank
+  config::AccelerateLaunch accelerate;          // what accelerate's environment depends on
 };
 
 /// Builds the plan from the merged settings, the worker argv and the GPUs the launcher

@@ -42,6 +42,12 @@ Environment worker_environment(const Environment& parent, const LaunchPlan& plan
   env["PYTHONUNBUFFERED"] = "1";
   if (!plan.gpus.empty())
     env["CUDA_VISIBLE_DEVICES"] = fmt::format("{}", fmt::join(plan.gpus, ","));
+
+  // accelerate's environment contract (config/accelerate_env.hpp, docs/config.md): FSDP,
+  // DeepSpeed, Megatron-LM, dynamo, fp8, CPU threads and use_cpu, as `accelerate launch` sets.
+  for (const auto& [name, value] : config::accelerate_environment(plan.accelerate)) {
+    env[name] = value;
+  }
   return env;
 }
 

@@ -11,6 +11,8 @@ def isolated_env(tmp_path, **extra):
            if not k.startswith("XLAUNCH_") or k in ("XLAUNCH_BIN", "XLAUNCH_BUILD_DIR")}
     env.pop("XDG_CONFIG_HOME", None)
     env.pop("CUDA_VISIBLE_DEVICES", None)
+    env.pop("HF_HOME", None)  # accelerate's default config is read when no xlaunch config is
+    env.pop("XDG_CACHE_HOME", None)
     env["HOME"] = str(tmp_path)
     env.update(extra)
     return env

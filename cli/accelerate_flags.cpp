@@ -1,0 +1,155 @@
+#include "cli/accelerate_flags.hpp"
+
+#include <fmt/core.h>
+
+#include <vector>
+
+#include "config/accelerate_keys.hpp"
+#include "config/usage_error.hpp"
+
+namespace xlaunch::cli {
+namespace {
+
+constexpr const char* kGroup = "accelerate (FSDP, DeepSpeed, Megatron-LM, dynamo, FP8)";
+
+/// accelerate flags that xlaunch accepts without acting on them, or refuses.
+struct OtherFlag {
+  const char* name;
+  bool takes_value;
+  bool refused;        // exit 2 instead of a note
+  const char* reason;  // "" : accepted silently
+};
+
+const OtherFlag kOther[] = {
+    {"quiet", false, false, ""},  // xlaunch's failure report is the same either way
+    {"ipex", false, false, "xlaunch does not set up Intel Extension for PyTorch"},
+    {"use_xpu", false, false, "xlaunch launches CUDA or CPU workers, not XPU"},
+    {"mpirun_ccl", true, false, "xlaunch does not start workers through mpirun"},
+    {"main_training_function", true, false, "only accelerate's TPU launcher uses it"},
+    {"downcast_bf16", false, false, "only accelerate's TPU launcher uses it"},
+    {"no_tpu_cluster", false, false, "only accelerate's TPU launcher uses it"},
+    {"tpu", false, true, "xlaunch does not run on TPUs"},
+    {"tpu_cluster", false, true, "xlaunch does not run on TPUs"},
+    {"tpu_use_sudo", false, true, "xlaunch does not run on TPUs"},
+    {"vm", true, true, "xlaunch does not run on TPUs"},
+    {"env", true, true, "xlaunch does not run on TPUs"},
+    {"aws_access_key_id", true, true, "xlaunch does not launch on SageMaker"},
+    {"aws_secret_access_key", true, true, "xlaunch does not launch on SageMaker"},
+    {"mpirun_hostfile", true, true,
+     "xlaunch starts the workers itself, not through mpirun: run xlaunch on each machine with "
+     "--num_machines, --machine_rank and --main_process_ip"},
+};
+
+std::string names(std::string_view name) {
+  std::string dashed(name);
+  for (char& c : dashed) c = c == '_' ? '-' : c;
+  std::string out = "--" + std::string(name);
+  if (dashed != name) out += ",--" + dashed;
+  if (name == "quiet") out += ",-q";
+  return out;
+}
+
+const char* type_name(const config::AccelerateArg& arg) {
+  // zero_stage, fsdp_version: choices that are numbers.
+  if (arg.kind == config::ArgKind::Choice &&
+      arg.choices.find_first_not_of("0123456789|") == std::string_view::npos) {
+    return "INT";
+  }
+  switch (arg.kind) {
+    case config::ArgKind::Integer:
+      return "INT";
+    case config::ArgKind::Number:
+      return "FLOAT";
+    case config::ArgKind::Bool:
+      return "BOOL";
+    default:
+      return "TEXT";
+  }
+}
+
+bool given(const CLI::App& cmd, std::string_view name) {
+  return cmd.count("--" + std::string(name)) > 0;
+}
+
+}  // namespace
+
+void add_accelerate_flags(CLI::App& cmd, AccelerateFlags& flags) {
+  for (const config::AccelerateArg& arg : config::accelerate_args()) {
+    const std::string name(arg.name);
+    std::string help(arg.help);
+    if (arg.kind == config::ArgKind::Switch) {
+      cmd.add_flag(names(name), flags.switches[name], help)->group(kGroup);
+    } else {
+      if (arg.kind == config::ArgKind::Choice) help += " (" + config::allowed_values(arg) + ")";
+      cmd.add_option(names(name), flags.values[name], help)
+          ->type_name(type_name(arg))
+          ->group(kGroup);
+    }
+  }
+  cmd.add_flag("--same_network,--same-network", flags.switches["same_network"],
+               "Accepted for accelerate: every machine is on one network (sets same_network)")
+      ->group(kGroup);
+  for (const OtherFlag& f : kOther) {
+    const std::string help =
+        fmt::format("{} ({})", f.refused ? "Refused" : "No effect",
+                    *f.reason ? f.reason : "xlaunch's failure report is the same either way");
+    if (f.takes_value) {
+      cmd.add_option(names(f.name), flags.values[f.name], help)->group(kGroup);
+    } else {
+      cmd.add_flag(names(f.name), flags.switches[f.name], help)->group(kGroup);
+    }
+  }
+}
+
+void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
+                             config::Settings& settings) {
+  for (const OtherFlag& f : kOther) {
+    if (!given(cmd, f.name)) continue;
+    if (f.refused) {
+      throw UsageError(fmt::format("--{} is accelerate's, but {}", f.name, f.reason),
+                       fmt::format("drop --{}", f.name));
+    }
+    if (*f.reason) fmt::print(stderr, "xlaunch: note: --{} has no effect: {}\n", f.name, f.reason);
+  }
+
+  config::AccelerateArgs& out = settings.accelerate;
+  for (const config::AccelerateArg& arg : config::accelerate_args()) {
+    const std::string name(arg.name);
+    if (!given(cmd, name)) continue;
+    if (arg.kind == config::ArgKind::Switch) {
+      out[name] = flags.switches[name] ? "true" : "false";
+      continue;
+    }
+    const auto value = config::normalize_accelerate_value(arg, flags.values[name]);
+    if (!value) {
+      throw UsageError(fmt::format("--{}: bad value '{}'", name, flags.values[name]),
+                       fmt::format("allowed: {}", config::allowed_values(arg)));
+    }
+    out[name] = *value;
+    if (arg.help.starts_with("no effect:")) {
+      fmt::print(stderr, "xlaunch: note: --{} has {}\n", name, arg.help);
+    }
+  }
+  if (given(cmd, "same_network")) settings.same_network = true;
+  if (given(cmd, "mixed_precision")) out[std::string(config::kMixedPrecisionFlag)] = "true";
+
+  // accelerate: one of these at a time; any of them replaces the config file's paradigm.
+  std::vector<std::string> chosen;
+  for (const char* name : {"multi_gpu", "use_fsdp", "use_deepspeed", "use_megatron_lm"}) {
+    if (given(cmd, name)) chosen.push_back(std::string("--") + name);
+  }
+  if (given(cmd, "use_cpu") && settings.use_cpu == true) chosen.insert(chosen.begin(), "--cpu");
+  if (chosen.size() > 1) {
+    throw UsageError(fmt::format("{} and {} cannot be used together", chosen[0], chosen[1]),
+                     "accelerate runs one of --cpu, --multi_gpu, --use_fsdp, --use_deepspeed, "
+                     "--use_megatron_lm at a time: keep one");
+  }
+  if (!chosen.empty() && chosen[0] != "--cpu") {
+    config::select_paradigm(out, chosen[0] == "--multi_gpu"
+                                     ? std::nullopt
+                                     : std::optional<std::string>(chosen[0].substr(2)));
+    if (!settings.distributed_type) settings.distributed_type = config::DistributedType::MultiGpu;
+  }
+}
+
+}  // namespace xlaunch::cli

@@ -1,0 +1,477 @@
+// accelerate's environment contract, row by row (docs/config.md, "accelerate's environment
+// contract"), and the config sections and values that feed it.
+#include "config/accelerate_env.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "config/usage_error.hpp"
+#include "config/yaml_io.hpp"
+
+using namespace xlaunch::config;
+using Env = std::map<std::string, std::string>;
+
+namespace {
+
+AccelerateLaunch launch_with(AccelerateArgs args, bool multi_gpu = true) {
+  AccelerateLaunch l;
+  l.args = std::move(args);
+  l.multi_gpu = multi_gpu;
+  return l;
+}
+
+Env env_of(const AccelerateLaunch& l) { return accelerate_environment(l); }
+
+std::optional<std::string> get(const Env& env, const std::string& name) {
+  const auto it = env.find(name);
+  if (it == env.end()) return std::nullopt;
+  return it->second;
+}
+
+Settings settings_of(const std::string& yaml) { return load_config_text(yaml, "f.yaml").settings; }
+
+std::string error_of(const std::string& yaml) {
+  try {
+    load_config_text(yaml, "f.yaml");
+  } catch (const xlaunch::UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+Getenv fake_env(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    const auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+}  // namespace
+
+TEST_CASE("ACCELERATE_DEBUG_MODE: debug / --debug", "[accelerate_env]") {
+  AccelerateLaunch l = launch_with({});
+  CHECK_FALSE(get(env_of(l), "ACCELERATE_DEBUG_MODE"));
+  l.debug = true;
+  CHECK(get(env_of(l), "ACCELERATE_DEBUG_MODE") == "true");
+}
+
+TEST_CASE("ACCELERATE_DYNAMO_*: defaults, then dynamo_config / --dynamo_*", "[accelerate_env]") {
+  const Env plain = env_of(launch_with({}));
+  CHECK(get(plain, "ACCELERATE_DYNAMO_BACKEND") == "NO");
+  CHECK(get(plain, "ACCELERATE_DYNAMO_MODE") == "default");
+  CHECK(get(plain, "ACCELERATE_DYNAMO_USE_FULLGRAPH") == "False");
+  CHECK(get(plain, "ACCELERATE_DYNAMO_USE_DYNAMIC") == "False");
+  CHECK(get(plain, "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION") == "False");
+
+  const Env set = env_of(launch_with({{"dynamo_backend", "inductor"},
+                                      {"dynamo_mode", "max-autotune"},
+                                      {"dynamo_use_fullgraph", "true"},
+                                      {"dynamo_use_dynamic", "true"},
+                                      {"dynamo_use_regional_compilation", "true"}}));
+  CHECK(get(set, "ACCELERATE_DYNAMO_BACKEND") == "INDUCTOR");
+  CHECK(get(set, "ACCELERATE_DYNAMO_MODE") == "max-autotune");
+  CHECK(get(set, "ACCELERATE_DYNAMO_USE_FULLGRAPH") == "True");
+  CHECK(get(set, "ACCELERATE_DYNAMO_USE_DYNAMIC") == "True");
+  CHECK(get(set, "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION") == "True");
+}
+
+TEST_CASE("ACCELERATE_USE_FSDP and FSDP_*: accelerate's defaults", "[accelerate_env]") {
+  const Env env = env_of(launch_with({{"use_fsdp", "true"}}));
+  const Env expected = {{"ACCELERATE_USE_FSDP", "true"},
+                        {"FSDP_VERSION", "1"},
+                        {"FSDP_SHARDING_STRATEGY", "FULL_SHARD"},
+                        {"FSDP_RESHARD_AFTER_FORWARD", "true"},
+                        {"FSDP_OFFLOAD_PARAMS", "false"},
+                        {"FSDP_MIN_NUM_PARAMS", "100000000"},
+                        {"FSDP_FORWARD_PREFETCH", "false"},
+                        {"FSDP_USE_ORIG_PARAMS", "true"},
+                        {"FSDP_CPU_RAM_EFFICIENT_LOADING", "true"},
+                        {"FSDP_SYNC_MODULE_STATES", "true"},
+                        {"FSDP_ACTIVATION_CHECKPOINTING", "false"}};
+  for (const auto& [name, value] : expected) {
+    INFO(name);
+    CHECK(get(env, name) == value);
+  }
+  // Exported only when given.
+  for (const char* name :
+       {"FSDP_AUTO_WRAP_POLICY", "FSDP_TRANSFORMER_CLS_TO_WRAP", "FSDP_BACKWARD_PREFETCH",
+        "FSDP_STATE_DICT_TYPE", "FSDP_IGNORED_MODULES"}) {
+    INFO(name);
+    CHECK_FALSE(get(env, name));
+  }
+  CHECK_FALSE(get(env_of(launch_with({})), "ACCELERATE_USE_FSDP"));
+}
+
+TEST_CASE("FSDP_*: every fsdp_config key", "[accelerate_env]") {
+  const Env env = env_of(launch_with({{"use_fsdp", "true"},
+                                      {"fsdp_version", "2"},
+                                      {"fsdp_sharding_strategy", "SHARD_GRAD_OP"},
+                                      {"fsdp_reshard_after_forward", "FALSE"},
+                                      {"fsdp_offload_params", "true"},
+                                      {"fsdp_min_num_params", "2000"},
+                                      {"fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP"},
+                                      {"fsdp_transformer_layer_cls_to_wrap", "BertLayer,T5Block"},
+                                      {"fsdp_backward_prefetch", "BACKWARD_POST"},
+                                      {"fsdp_state_dict_type", "SHARDED_STATE_DICT"},
+                                      {"fsdp_forward_prefetch", "true"},
+                                      {"fsdp_use_orig_params", "false"},
+                                      {"fsdp_cpu_ram_efficient_loading", "false"},
+                                      {"fsdp_sync_module_states", "false"},
+                                      {"fsdp_activation_checkpointing", "true"},
+                                      {"fsdp_ignored_modules", "head"}}));
+  const Env expected = {{"FSDP_VERSION", "2"},
+                        {"FSDP_SHARDING_STRATEGY", "SHARD_GRAD_OP"},
+                        {"FSDP_RESHARD_AFTER_FORWARD", "false"},
+                        {"FSDP_OFFLOAD_PARAMS", "true"},
+                        {"FSDP_MIN_NUM_PARAMS", "2000"},
+                        {"FSDP_AUTO_WRAP_POLICY", "TRANSFORMER_BASED_WRAP"},
+                        {"FSDP_TRANSFORMER_CLS_TO_WRAP", "BertLayer,T5Block"},
+                        {"FSDP_BACKWARD_PREFETCH", "BACKWARD_POST"},
+                        {"FSDP_STATE_DICT_TYPE", "SHARDED_STATE_DICT"},
+                        {"FSDP_FORWARD_PREFETCH", "true"},
+                        {"FSDP_USE_ORIG_PARAMS", "false"},
+                        {"FSDP_CPU_RAM_EFFICIENT_LOADING", "false"},
+                        {"FSDP_SYNC_MODULE_STATES", "false"},
+                        {"FSDP_ACTIVATION_CHECKPOINTING", "true"},
+                        {"FSDP_IGNORED_MODULES", "head"}};
+  for (const auto& [name, value] : expected) {
+    INFO(name);
+    CHECK(get(env, name) == value);
+  }
+}
+
+TEST_CASE("ACCELERATE_USE_DEEPSPEED and ACCELERATE_DEEPSPEED_*", "[accelerate_env]") {
+  const Env env =
+      env_of(launch_with({{"use_deepspeed", "true"},
+                          {std::string(kDeepSpeedFields), "Zero_Stage,gradient_clipping"},
+                          {"zero_stage", "3"},
+                          {"gradient_accumulation_steps", "4"},
+                          {"gradient_clipping", "1.0"},
+                          {"offload_optimizer_device", "CPU"},
+                          {"offload_param_device", "NVMe"},
+                          {"zero3_init_flag", "true"},
+                          {"zero3_save_16bit_model", "false"},
+                          {"deepspeed_config_file", "ds.json"},
+                          {"deepspeed_moe_layer_cls_names", "MixtralSparseMoeBlock"},
+                          {"num_cpu_threads_per_process", "4"},
+                          {"enable_cpu_affinity", "true"}}));
+  const Env expected = {{"ACCELERATE_USE_DEEPSPEED", "true"},
+                        {"ACCELERATE_CONFIG_DS_FIELDS", "zero_stage,gradient_clipping"},
+                        {"ACCELERATE_DEEPSPEED_ZERO_STAGE", "3"},
+                        {"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "4"},
+                        {"ACCELERATE_GRADIENT_CLIPPING", "1.0"},
+                        {"ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", "cpu"},
+                        {"ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE", "nvme"},
+                        {"ACCELERATE_DEEPSPEED_ZERO3_INIT", "true"},
+                        {"ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL", "false"},
+                        {"ACCELERATE_DEEPSPEED_CONFIG_FILE", "ds.json"},
+                        {"ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES", "MixtralSparseMoeBlock"},
+                        {"ACCELERATE_CPU_AFFINITY", "1"}};
+  for (const auto& [name, value] : expected) {
+    INFO(name);
+    CHECK(get(env, name) == value);
+  }
+  // accelerate's DeepSpeed launcher sets no dynamo and no thread count.
+  CHECK_FALSE(get(env, "ACCELERATE_DYNAMO_BACKEND"));
+  CHECK_FALSE(get(env, "OMP_NUM_THREADS"));
+
+  // A --mixed_precision flag takes mixed_precision out of the file's fields.
+  const Env flagged =
+      env_of(launch_with({{"use_deepspeed", "true"},
+                          {std::string(kDeepSpeedFields), "zero_stage,mixed_precision"},
+                          {std::string(kMixedPrecisionFlag), "true"}}));
+  CHECK(get(flagged, "ACCELERATE_CONFIG_DS_FIELDS") == "zero_stage");
+
+  const Env bare = env_of(launch_with({{"use_deepspeed", "true"}}));
+  CHECK(get(bare, "ACCELERATE_CONFIG_DS_FIELDS") == "");
+  CHECK_FALSE(get(bare, "ACCELERATE_DEEPSPEED_ZERO_STAGE"));
+  CHECK_FALSE(get(bare, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS"));
+  CHECK_FALSE(get(bare, "ACCELERATE_GRADIENT_CLIPPING"));
+}
+
+TEST_CASE("ACCELERATE_USE_MEGATRON_LM and MEGATRON_LM_*", "[accelerate_env]") {
+  const Env defaults = env_of(launch_with({{"use_megatron_lm", "true"}}));
+  CHECK(get(defaults, "ACCELERATE_USE_MEGATRON_LM") == "true");
+  CHECK(get(defaults, "MEGATRON_LM_TP_DEGREE") == "1");
+  CHECK(get(defaults, "MEGATRON_LM_PP_DEGREE") == "1");
+  CHECK(get(defaults, "MEGATRON_LM_GRADIENT_CLIPPING") == "1.0");
+  CHECK_FALSE(get(defaults, "MEGATRON_LM_NUM_MICRO_BATCHES"));
+
+  const Env set = env_of(launch_with({{"use_megatron_lm", "true"},
+                                      {"megatron_lm_tp_degree", "2"},
+                                      {"megatron_lm_pp_degree", "4"},
+                                      {"megatron_lm_num_micro_batches", "8"},
+                                      {"megatron_lm_sequence_parallelism", "true"},
+                                      {"megatron_lm_recompute_activations", "false"},
+                                      {"megatron_lm_use_distributed_optimizer", "true"},
+                                      {"megatron_lm_gradient_clipping", "0.5"}}));
+  CHECK(get(set, "MEGATRON_LM_TP_DEGREE") == "2");
+  CHECK(get(set, "MEGATRON_LM_PP_DEGREE") == "4");
+  CHECK(get(set, "MEGATRON_LM_NUM_MICRO_BATCHES") == "8");
+  CHECK(get(set, "MEGATRON_LM_SEQUENCE_PARALLELISM") == "true");
+  CHECK(get(set, "MEGATRON_LM_RECOMPUTE_ACTIVATIONS") == "false");
+  CHECK(get(set, "MEGATRON_LM_USE_DISTRIBUTED_OPTIMIZER") == "true");
+  CHECK(get(set, "MEGATRON_LM_GRADIENT_CLIPPING") == "0.5");
+}
+
+TEST_CASE("OMP_NUM_THREADS: num_cpu_threads_per_process", "[accelerate_env]") {
+  CHECK_FALSE(get(env_of(launch_with({})), "OMP_NUM_THREADS"));  // the launcher's default
+  CHECK(get(env_of(launch_with({{"num_cpu_threads_per_process", "6"}})), "OMP_NUM_THREADS") == "6");
+  CHECK(get(env_of(launch_with({{"num_cpu_threads_per_process", "2"}}, false)),
+            "OMP_NUM_THREADS") == "2");
+}
+
+TEST_CASE("ACCELERATE_CPU_AFFINITY: enable_cpu_affinity", "[accelerate_env]") {
+  CHECK_FALSE(
+      get(env_of(launch_with({{"enable_cpu_affinity", "false"}})), "ACCELERATE_CPU_AFFINITY"));
+  CHECK(get(env_of(launch_with({{"enable_cpu_affinity", "true"}})), "ACCELERATE_CPU_AFFINITY") ==
+        "1");
+}
+
+TEST_CASE("ACCELERATE_FP8_*: only with mixed_precision fp8", "[accelerate_env]") {
+  AccelerateLaunch l = launch_with({{"fp8_backend", "te"}});
+  CHECK_FALSE(get(env_of(l), "ACCELERATE_FP8_BACKEND"));
+  l.mixed_precision = MixedPrecision::Fp8;
+  const Env defaults = env_of(l);
+  const Env expected = {{"ACCELERATE_FP8_BACKEND", "te"},
+                        {"ACCELERATE_FP8_USE_AUTOCAST_DURING_EVAL", "False"},
+                        {"ACCELERATE_FP8_MARGIN", "0"},
+                        {"ACCELERATE_FP8_INTERVAL", "1"},
+                        {"ACCELERATE_FP8_FORMAT", "E4M3"},
+                        {"ACCELERATE_FP8_AMAX_HISTORY_LEN", "1024"},
+                        {"ACCELERATE_FP8_AMAX_COMPUTE_ALGO", "most_recent"},
+                        {"ACCELERATE_FP8_OPT_LEVEL", "O2"},
+                        {"ACCELERATE_FP8_OVERRIDE_FPROP", "False"},
+                        {"ACCELERATE_FP8_OVERRIDE_DGRAD", "False"},
+                        {"ACCELERATE_FP8_OVERRIDE_WGRAD", "False"}};
+  for (const auto& [name, value] : expected) {
+    INFO(name);
+    CHECK(get(defaults, name) == value);
+  }
+  l.args = {{"fp8_format", "HYBRID"},
+            {"fp8_margin", "2"},
+            {"fp8_use_autocast_during_eval", "true"},
+            {"fp8_override_linear_precision", "true,false,true"}};
+  const Env set = env_of(l);
+  CHECK_FALSE(get(set, "ACCELERATE_FP8_BACKEND"));
+  CHECK(get(set, "ACCELERATE_FP8_FORMAT") == "HYBRID");
+  CHECK(get(set, "ACCELERATE_FP8_MARGIN") == "2");
+  CHECK(get(set, "ACCELERATE_FP8_USE_AUTOCAST_DURING_EVAL") == "True");
+  CHECK(get(set, "ACCELERATE_FP8_OVERRIDE_FPROP") == "True");
+  CHECK(get(set, "ACCELERATE_FP8_OVERRIDE_DGRAD") == "False");
+  CHECK(get(set, "ACCELERATE_FP8_OVERRIDE_WGRAD") == "True");
+
+  // fp8_config keys without a flag of their own pass through, as accelerate passes them.
+  const Settings file = load_config_text(
+                            "mixed_precision: fp8\nfp8_config:\n  backend: AO\n  "
+                            "enable_fsdp_float8_all_gather: true\n"
+                            "  pad_inner_dim: 16\n",
+                            "f.yaml")
+                            .settings;
+  const Env passed = env_of(accelerate_launch(file, DistributedType::MultiGpu, 2));
+  CHECK(get(passed, "ACCELERATE_FP8_BACKEND") == "AO");
+  CHECK(get(passed, "ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER") == "True");
+  CHECK(get(passed, "ACCELERATE_FP8_PAD_INNER_DIM") == "16");
+}
+
+TEST_CASE("use_cpu / --cpu: ACCELERATE_USE_CPU=True, no GPU, no paradigm", "[accelerate_env]") {
+  AccelerateLaunch l = launch_with({{"use_fsdp", "true"}, {"use_deepspeed", "false"}});
+  l.use_cpu = true;
+  const Env env = env_of(l);
+  CHECK(get(env, "ACCELERATE_USE_CPU") == "True");
+  CHECK(get(env, "CUDA_VISIBLE_DEVICES") == "");
+  // accelerate runs --cpu with its simple launcher, whatever the paradigm.
+  CHECK_FALSE(get(env, "ACCELERATE_USE_FSDP"));
+  CHECK(get(env, "KMP_AFFINITY") == "granularity=fine,compact,1,0");
+  CHECK(get(env, "KMP_BLOCKTIME") == "1");
+  // Several CPU workers: no compact pinning, which would stack them on the same cores.
+  l.local_processes = 2;
+  const Env several = env_of(l);
+  CHECK(get(several, "ACCELERATE_USE_CPU") == "True");
+  CHECK_FALSE(get(several, "KMP_AFFINITY"));
+  CHECK_FALSE(get(several, "KMP_BLOCKTIME"));
+}
+
+TEST_CASE("the simple launcher (one GPU process) and the multi-GPU one", "[accelerate_env]") {
+  const Env simple = env_of(launch_with({}, false));
+  CHECK(get(simple, "ACCELERATE_USE_CPU") == "False");
+  CHECK(get(simple, "KMP_BLOCKTIME") == "1");
+  CHECK_FALSE(get(simple, "CUDA_VISIBLE_DEVICES"));  // the launcher's GPU choice stands
+  const Env multi = env_of(launch_with({}, true));
+  CHECK_FALSE(get(multi, "ACCELERATE_USE_CPU"));
+  CHECK_FALSE(get(multi, "KMP_AFFINITY"));
+  CHECK(get(multi, "ACCELERATE_DYNAMO_BACKEND") == "NO");
+}
+
+TEST_CASE("contradictions accelerate refuses are exit-2 errors", "[accelerate_env]") {
+  Settings s;
+  s.accelerate = {{"use_fsdp", "true"}, {"use_deepspeed", "true"}};
+  CHECK_THROWS_WITH(accelerate_launch(s, DistributedType::MultiGpu, 2),
+                    Catch::Contains("more than one training paradigm"));
+  s.accelerate = {{"use_fsdp", "true"}, {"fsdp_sync_module_states", "false"}};
+  CHECK_THROWS_WITH(accelerate_launch(s, DistributedType::MultiGpu, 2),
+                    Catch::Contains("fsdp_sync_module_states is false"));
+  s.accelerate["fsdp_cpu_ram_efficient_loading"] = "false";
+  CHECK_NOTHROW(accelerate_launch(s, DistributedType::MultiGpu, 2));
+}
+
+TEST_CASE("accelerate_launch takes use_cpu, debug, precision and the job type",
+          "[accelerate_env]") {
+  Settings s;
+  s.use_cpu = true;
+  s.debug = true;
+  s.mixed_precision = MixedPrecision::Fp8;
+  s.accelerate = {{"zero_stage", "2"}};
+  const AccelerateLaunch l = accelerate_launch(s, DistributedType::MultiGpu, 2);
+  CHECK(l.use_cpu);
+  CHECK(l.debug);
+  CHECK(l.multi_gpu);
+  CHECK(l.mixed_precision == MixedPrecision::Fp8);
+  CHECK(l.local_processes == 2);
+  CHECK(l.args.at("zero_stage") == "2");
+  CHECK_FALSE(accelerate_launch(s, DistributedType::MultiCpu, 2).multi_gpu);
+}
+
+TEST_CASE("config sections become accelerate launch arguments", "[accelerate_env]") {
+  const Settings s = settings_of(
+      "distributed_type: FSDP\n"
+      "fsdp_config:\n"
+      "  sharding_strategy: HYBRID_SHARD\n"  // accelerate adds the fsdp_ prefix
+      "  fsdp_offload_params: yes\n"
+      "  fsdp_transformer_layer_cls_to_wrap: [BertLayer, T5Block]\n"
+      "  fsdp_min_num_params: 1e8\n"
+      "  fsdp_state_dict_type: null\n"
+      "dynamo_config:\n  dynamo_backend: INDUCTOR\n  dynamo_use_fullgraph: true\n"
+      "fp8_config:\n  backend: TE\n  amax_history_len: 16\n"
+      "megatron_lm_config:\n  megatron_lm_tp_degree: 2\n"
+      "enable_cpu_affinity: true\n"
+      "num_cpu_threads_per_process: 3\n");
+  const AccelerateArgs expected = {{"use_fsdp", "true"},
+                                   {"use_deepspeed", "false"},
+                                   {"use_megatron_lm", "false"},
+                                   {"fsdp_sharding_strategy", "HYBRID_SHARD"},
+                                   {"fsdp_offload_params", "true"},
+                                   {"fsdp_transformer_layer_cls_to_wrap", "BertLayer,T5Block"},
+                                   {"fsdp_min_num_params", "100000000"},
+                                   {"dynamo_backend", "INDUCTOR"},
+                                   {"dynamo_use_fullgraph", "true"},
+                                   {"fp8_backend", "TE"},
+                                   {"fp8_amax_history_len", "16"},
+                                   {"megatron_lm_tp_degree", "2"},
+                                   {"enable_cpu_affinity", "true"},
+                                   {"num_cpu_threads_per_process", "3"}};
+  CHECK(s.accelerate == expected);
+  CHECK(s.distributed_type == DistributedType::MultiGpu);
+}
+
+TEST_CASE("deepspeed_config keys become ACCELERATE_CONFIG_DS_FIELDS", "[accelerate_env]") {
+  const Settings s = settings_of(
+      "distributed_type: DEEPSPEED\n"
+      "deepspeed_config:\n"
+      "  gradient_accumulation_steps: 2\n  zero3_init_flag: false\n  zero_stage: 2\n"
+      "mixed_precision: bf16\n");
+  CHECK(s.accelerate.at("use_deepspeed") == "true");
+  CHECK(s.accelerate.at(std::string(kDeepSpeedFields)) ==
+        "gradient_accumulation_steps,zero3_init_flag,zero_stage,mixed_precision");
+  CHECK(s.accelerate.at("zero3_init_flag") == "false");
+  // Without a file mixed_precision, accelerate does not list it.
+  CHECK(settings_of("deepspeed_config: {zero_stage: 1}\n")
+            .accelerate.at(std::string(kDeepSpeedFields)) == "zero_stage");
+  CHECK_FALSE(
+      settings_of("deepspeed_config: {}\n").accelerate.contains(std::string(kDeepSpeedFields)));
+}
+
+TEST_CASE("accelerate's old top-level dynamo_backend", "[accelerate_env]") {
+  CHECK(settings_of("dynamo_backend: EAGER\n").accelerate.at("dynamo_backend") == "EAGER");
+  CHECK(settings_of("dynamo_backend: 'NO'\n").accelerate.at("dynamo_backend") == "NO");
+}
+
+TEST_CASE("bad section values name file:line:col, the key and what is allowed",
+          "[accelerate_env]") {
+  CHECK_THAT(error_of("fsdp_config:\n  fsdp_version: 3\n"),
+             Catch::Contains("f.yaml:2:17: key 'fsdp_config.fsdp_version': bad value '3' "
+                             "(allowed: one of: 1, 2)"));
+  CHECK_THAT(error_of("deepspeed_config:\n  zero_stage: two\n"),
+             Catch::Contains("key 'deepspeed_config.zero_stage': bad value 'two'"));
+  CHECK_THAT(error_of("fsdp_config: FULL_SHARD\n"),
+             Catch::Contains("f.yaml:1:14: key 'fsdp_config': bad value 'FULL_SHARD' (allowed: "
+                             "a mapping"));
+  CHECK_THAT(error_of("dynamo_config:\n  dynamo_use_fullgraph: maybe\n"),
+             Catch::Contains("(allowed: true or false)"));
+  CHECK_THAT(error_of("num_cpu_threads_per_process: 0\n"),
+             Catch::Contains("key 'num_cpu_threads_per_process': bad value '0' (allowed: a whole "
+                             "number >= 1)"));
+}
+
+TEST_CASE("unknown section keys are a notice with a did-you-mean", "[accelerate_env]") {
+  const LoadedConfig loaded =
+      load_config_text("fsdp_config:\n  fsdp_sharding_stratgy: FULL_SHARD\n", "f.yaml");
+  REQUIRE(loaded.notices.size() == 1);
+  CHECK(loaded.notices[0] ==
+        "f.yaml:2:3: key 'fsdp_config.fsdp_sharding_stratgy' is not one that accelerate launch "
+        "exports; ignored (did you mean 'fsdp_sharding_strategy'?)");
+  CHECK(loaded.settings.accelerate.empty());
+}
+
+TEST_CASE("a distributed_type from a higher source replaces the file's paradigm",
+          "[accelerate_env]") {
+  const Settings file = settings_of("distributed_type: FSDP\n");
+  CHECK(selected_paradigm(file.accelerate) == "FSDP");
+  const Settings env = settings_of("distributed_type: MULTI_GPU\n");  // e.g. XLAUNCH_*
+  CHECK_FALSE(selected_paradigm(merge(file, env).accelerate));
+  const Settings ds = settings_of("distributed_type: DEEPSPEED\n");
+  CHECK(selected_paradigm(merge(file, ds).accelerate) == "DEEPSPEED");
+  CHECK_NOTHROW(accelerate_launch(merge(file, ds), DistributedType::MultiGpu, 2));
+}
+
+TEST_CASE("flags override the file's arguments one by one", "[accelerate_env]") {
+  Settings file = settings_of("fsdp_config:\n  fsdp_version: 1\n  fsdp_offload_params: true\n");
+  Settings flags;
+  flags.accelerate = {{"fsdp_version", "2"}};
+  const Settings merged = merge(file, flags);
+  CHECK(merged.accelerate.at("fsdp_version") == "2");
+  CHECK(merged.accelerate.at("fsdp_offload_params") == "true");
+}
+
+TEST_CASE("values are checked and normalised as accelerate reads them", "[accelerate_env]") {
+  const auto normal = [](const char* name, const char* text) {
+    return normalize_accelerate_value(*find_accelerate_arg(name), text);
+  };
+  CHECK(normal("dynamo_use_dynamic", "On") == "true");
+  CHECK(normal("fsdp_offload_params", "False") == "false");
+  CHECK(normal("fsdp_min_num_params", "1e8") == "100000000");
+  CHECK_FALSE(normal("fsdp_min_num_params", "1.5"));
+  CHECK_FALSE(normal("fsdp_min_num_params", "1e300"));
+  CHECK(normal("fsdp_min_num_params", "0") == "0");
+  CHECK_FALSE(normal("num_cpu_threads_per_process", "0"));
+  CHECK(allowed_values(*find_accelerate_arg("megatron_lm_tp_degree")) == "a whole number >= 1");
+  CHECK(normal("dynamo_backend", "inductor") == "inductor");
+  CHECK_FALSE(normal("dynamo_backend", "magic"));
+  CHECK(normal("offload_optimizer_device", "CPU") == "CPU");
+  CHECK(normal("fp8_override_linear_precision", "1,0,yes") == "true,false,true");
+  CHECK_FALSE(normal("fp8_override_linear_precision", "true,false"));
+  CHECK_FALSE(normal("deepspeed_config_file", " "));
+  CHECK(allowed_values(*find_accelerate_arg("zero_stage")) == "one of: 0, 1, 2, 3");
+}
+
+TEST_CASE("config show lists the accelerate arguments", "[accelerate_env]") {
+  CHECK(format_accelerate_args({}) == "");
+  CHECK(format_accelerate_args({{"use_fsdp", "true"},
+                                {"fsdp_version", "2"},
+                                {std::string(kDeepSpeedFields), "zero_stage"}}) ==
+        "\naccelerate launch arguments (docs/config.md):\n"
+        "fsdp_version  2\n"
+        "use_fsdp      true\n");
+}
+
+TEST_CASE("accelerate's default config path", "[accelerate_env]") {
+  CHECK(accelerate_default_config_path(fake_env({{"HF_HOME", "/hf/"}, {"HOME", "/h"}})) ==
+        "/hf/accelerate/default_config.yaml");
+  CHECK(accelerate_default_config_path(fake_env({{"HF_HOME", "~/hf"}, {"HOME", "/h"}})) ==
+        "/h/hf/accelerate/default_config.yaml");
+  CHECK(accelerate_default_config_path(fake_env({{"XDG_CACHE_HOME", "/c"}, {"HOME", "/h"}})) ==
+        "/c/huggingface/accelerate/default_config.yaml");
+  CHECK(accelerate_default_config_path(fake_env({{"HOME", "/h"}})) ==
+        "/h/.cache/huggingface/accelerate/default_config.yaml");
+  CHECK_FALSE(accelerate_default_config_path(fake_env({})));
+}
