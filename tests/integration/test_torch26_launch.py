@@ -32,6 +32,15 @@ def test_without_the_shim_torch_26_cannot_join_the_agent_store(xlaunch_bin, torc
     assert "use_libuv was requested but PyTorch was build without libuv support" in r.stderr
 
 
+def test_the_documented_workaround_needs_no_shim(xlaunch_bin, torch26_python):
+    """docs/rendezvous.md: pass your own TCPStore(use_libuv=False) to init_process_group."""
+    r = launch(xlaunch_bin, ["--num_processes", "2", str(WORKERS / "explicit_store26.py")],
+               python=torch26_python, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for rank in (0, 1):
+        assert f"explicit store ok rank {rank} sum 3 torch 2.6" in r.stdout
+
+
 def test_ddp_four_ranks_end_with_identical_parameters(xlaunch_bin, torch26_python):
     r = launch(xlaunch_bin, ["--num_processes", "4", str(WORKERS / "ddp_params26.py")],
                python=torch26_python, env=shim_env(), timeout=300)
