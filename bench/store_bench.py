@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Store benchmark: xlaunch's store vs PyTorch 1.13's own TCPStore server, in one run.
+"""Store benchmark: xlaunch's store vs PyTorch 1.13's and 2.6's own TCPStore servers, in one run.
 
 Usage: bench/store_bench.py [--build build/release] [--seconds 2] [--repeat 3]
                             [--clients 1,8,64] [--depths 1,16] [--storm 1000,4000,16000]
-                            [--idle 10000] [--source_ips 8] [--pin] [--json out.json]
+                            [--idle 10000] [--source_ips 8] [--pin] [--skip torch26,...]
+                            [--json out.json]
 
-Both servers run on 127.0.0.1 as separate processes: `xlaunch store serve --port 0` and
-`TCPStore(is_master=True)` in a /usr/bin/python3 subprocess. The same C++ load generator
-(bench/store_load.cpp) drives both. Measures set/get/add ops/s with 1, 8, 64 clients, each
+The servers run on 127.0.0.1 as separate processes: `xlaunch store serve --port 0`,
+`TCPStore(is_master=True)` in a /usr/bin/python3 subprocess (Debian 12's torch 1.13) and the
+same in Debian 13's torch 2.6 (scripts/torch26-python; built without libuv, so this is 2.6's
+older, non-libuv server). The same C++ load generator (bench/store_load.cpp) drives all: in
+the 1.13 numbering against torch 1.13, and in the 2.2+ numbering (VALIDATE first) against
+torch 2.6, which accepts nothing else; xlaunch's store is measured in both ("xlaunch" and
+"xlaunch 2.2+"; one process). Measures set/get/add ops/s with 1, 8, 64 clients, each
 keeping 1 request in flight (what PyTorch clients do) or more (--depths); a connect storm (N
 clients each ADD then WAIT on a key the last one sets; time until all are released); and
 server RSS per idle connection. A third server, bench/null_store.cpp (decodes and answers
@@ -33,8 +38,11 @@ import datetime, resource, sys
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 import torch.distributed as dist
+import torch
+# 2.4+ defaults to libuv; Debian 13's 2.6 has none, and 1.13 has no such argument.
+kw = {} if torch.__version__.startswith("1.") else {"use_libuv": False}
 s = dist.TCPStore("127.0.0.1", 0, None, True, timeout=datetime.timedelta(seconds=600),
-                  wait_for_workers=False)
+                  wait_for_workers=False, **kw)
 print(f"listening on 127.0.0.1:{s.port}", flush=True)
 sys.stdin.read()
 """
@@ -64,8 +72,9 @@ def pin(cpus):
 
 
 class Server:
-    def __init__(self, name, argv):
+    def __init__(self, name, argv, dialect="1.13"):
         self.name = name
+        self.dialect = dialect
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True,
                                      preexec_fn=pin(SERVER_CPUS))
@@ -73,6 +82,12 @@ class Server:
         if "listening on" not in line:
             raise RuntimeError(f"{name} did not start: {line!r}")
         self.port = int(line.rsplit(":", 1)[1])
+
+    def speaking(self, name, dialect):
+        """The same server process, measured with the load in another numbering."""
+        other = object.__new__(Server)
+        other.name, other.dialect, other.proc, other.port = name, dialect, self.proc, self.port
+        return other
 
     def stop(self):
         if self.proc.poll() is None:
@@ -84,11 +99,12 @@ class Server:
             self.proc.wait(timeout=30)
 
 
-def num_keys_roundtrip(port):
+def num_keys_roundtrip(port, dialect="1.13"):
     """One GETNUMKEYS on a fresh connection; servers accept in order, so once this answers
     every connection opened before it has been accepted."""
     with socket.create_connection(("127.0.0.1", port)) as s:
-        s.sendall(b"\x06")
+        # 2.2+: VALIDATE (0) + magic, then GETNUMKEYS is 7 (everything shifted by one).
+        s.sendall(b"\x06" if dialect == "1.13" else b"\x00" + struct.pack("<I", 0x3C85F7CE) + b"\x07")
         data = b""
         while len(data) < 8:
             chunk = s.recv(8 - len(data))
@@ -99,10 +115,10 @@ def num_keys_roundtrip(port):
 
 
 def idle_rss(server, count):
-    num_keys_roundtrip(server.port)
+    num_keys_roundtrip(server.port, server.dialect)
     before = rss_kib(server.proc.pid)
     socks = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(count)]
-    num_keys_roundtrip(server.port)
+    num_keys_roundtrip(server.port, server.dialect)
     after = rss_kib(server.proc.pid)
     for s in socks:
         s.close()
@@ -133,7 +149,7 @@ def run_ops(servers, args, store_load, results):
             for s in servers:
                 cpu0 = cpu_seconds(s.proc.pid)
                 res = load(store_load, "ops", "--port", s.port, "--op", op, "--clients", n,
-                           "--depth", depth, "--seconds", args.seconds)
+                           "--depth", depth, "--seconds", args.seconds, "--dialect", s.dialect)
                 cpu = cpu_seconds(s.proc.pid) - cpu0
                 runs[s.name].append((res["ops_per_s"], cpu * 1e6 / max(res["ops"], 1)))
         for s in servers:
@@ -145,6 +161,14 @@ def run_ops(servers, args, store_load, results):
                   f"server CPU {r[f'{key}_cpu_us_per_op']:.2f} us/op", file=sys.stderr)
 
 
+def storm_source_ips(server, args):
+    """Source addresses of a storm's clients. torch 2.6's server looks up the name of every
+    peer it accepts; 127.0.0.2-9 are in no hosts file here, so each lookup waits on DNS (about
+    56 ms a connection on the machine measured, serialised in its accept loop). Its pair
+    (torch 2.6 and xlaunch in the 2.2+ numbering) therefore storms from 127.0.0.1 only."""
+    return 1 if server.dialect == "2.2" else args.source_ips
+
+
 def run_storms(servers, args, store_load, results):
     for n in map(int, args.storm.split(",")):
         for s in servers:
@@ -154,7 +178,8 @@ def run_storms(servers, args, store_load, results):
             while True:
                 try:
                     res = load(store_load, "storm", "--port", s.port, "--clients", size,
-                               "--timeout_s", 300, "--source_ips", args.source_ips)
+                               "--timeout_s", 300, "--source_ips", storm_source_ips(s, args),
+                               "--dialect", s.dialect)
                     break
                 except RuntimeError as e:
                     failures.append(f"{size} clients: {str(e).splitlines()[-1][-200:]}")
@@ -172,23 +197,35 @@ def ratio(better, worse):
     return f"{better / worse:.2f}x" if better > 0 and worse > 0 else "n/a"
 
 
+# (ours, theirs, label): each torch server beside xlaunch's store in the same numbering.
+PAIRS = [("xlaunch", "torch-1.13", "torch 1.13"), ("xlaunch 2.2+", "torch-2.6", "torch 2.6")]
+
+
 def table(args, results, skip):
-    ours, theirs = results["servers"]["xlaunch"], results["servers"]["torch-1.13"]
-    ceiling = results["servers"].get("no-store ceiling", {})
-    lines = ["| measure | xlaunch | torch 1.13 | xlaunch / torch | ceiling | ceiling / torch |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    servers = results["servers"]
+    pairs = [p for p in PAIRS if p[1] in servers]
+    ceiling = servers.get("no-store ceiling", {})
+    head = "| measure |" + "".join(f" xlaunch | {label} | xlaunch / {label.split()[1]} |"
+                                   for _, _, label in pairs) + " ceiling | ceiling / torch 1.13 |"
+    lines = [head, "| --- |" + " ---: |" * (3 * len(pairs) + 2)]
     measures = ops_measures(args) if "ops" not in skip else []
     for op, n, depth in measures:
         key = f"{op}_{n}_d{depth}"
-        a, b, c = ours[key], theirs[key], ceiling.get(key, 0)
-        lines.append(f"| {op} ops/s, {n} clients, depth {depth} | {a:,.0f} | {b:,.0f} | "
-                     f"{ratio(a, b)} | {c:,.0f} | {ratio(c, b)} |")
+        row = f"| {op} ops/s, {n} clients, depth {depth} |"
+        for ours, theirs, _ in pairs:
+            a, b = servers[ours][key], servers[theirs][key]
+            row += f" {a:,.0f} | {b:,.0f} | {ratio(a, b)} |"
+        c = ceiling.get(key, 0)
+        lines.append(row + f" {c:,.0f} | {ratio(c, servers['torch-1.13'][key])} |")
     for op, n, depth in measures:
         key = f"{op}_{n}_d{depth}_cpu_us_per_op"
-        a, b, c = ours[key], theirs[key], ceiling.get(key, 0)
         # Less CPU is better, so the ratios are torch / xlaunch and torch / ceiling.
-        lines.append(f"| server CPU per {op}, {n} clients, depth {depth} | {a:.2f} us | "
-                     f"{b:.2f} us | {ratio(b, a)} | {c:.2f} us | {ratio(b, c)} |")
+        row = f"| server CPU per {op}, {n} clients, depth {depth} |"
+        for ours, theirs, _ in pairs:
+            a, b = servers[ours][key], servers[theirs][key]
+            row += f" {a:.2f} us | {b:.2f} us | {ratio(b, a)} |"
+        c = ceiling.get(key, 0)
+        lines.append(row + f" {c:.2f} us | {ratio(servers['torch-1.13'][key], c)} |")
 
     def cell(r, n):
         if "failed" in r:
@@ -204,14 +241,18 @@ def table(args, results, skip):
         return "failed" not in r and not r["timed_out"] and r["clients"] == n
 
     for n in map(int, args.storm.split(",")) if "storm" not in skip else ():
-        a, b = ours[f"storm_{n}"], theirs[f"storm_{n}"]
-        r = ratio(b["seconds"], a["seconds"]) if comparable(a, n) and comparable(b, n) else "n/a"
-        lines.append(f"| storm {n}: ADD+WAIT, all released | {cell(a, n)} | {cell(b, n)} | "
-                     f"{r} | | |")
+        row = f"| storm {n}: ADD+WAIT, all released |"
+        for ours, theirs, _ in pairs:
+            a, b = servers[ours][f"storm_{n}"], servers[theirs][f"storm_{n}"]
+            r = ratio(b["seconds"], a["seconds"]) if comparable(a, n) and comparable(b, n) else "n/a"
+            row += f" {cell(a, n)} | {cell(b, n)} | {r} |"
+        lines.append(row + " | |")
     if "idle" not in skip:
-        a, b = ours["rss_bytes_per_idle_conn"], theirs["rss_bytes_per_idle_conn"]
-        lines.append(f"| RSS per idle connection ({args.idle} conns) | {a:,.0f} B | {b:,.0f} B | "
-                     f"{ratio(b, a)} | | |")
+        row = f"| RSS per idle connection ({args.idle} conns) |"
+        for _, theirs, _ in pairs:
+            a, b = servers["xlaunch"]["rss_bytes_per_idle_conn"], servers[theirs]["rss_bytes_per_idle_conn"]
+            row += f" {a:,.0f} B | {b:,.0f} B | {ratio(b, a)} |"
+        lines.append(row + " | |")
     return "\n".join(lines)
 
 
@@ -233,7 +274,8 @@ def main():
     # (on a busy 2-core one it hurts both sides, as neither can dodge the other load).
     ap.add_argument("--pin", action="store_true",
                     help="pin the server to the first CPU and the load generator to the second")
-    ap.add_argument("--skip", default="", help="comma-separated: idle, ops, storm")
+    ap.add_argument("--skip", default="",
+                    help="comma-separated: idle, ops, storm, torch26 (the 2.6 server)")
     ap.add_argument("--json")
     args = ap.parse_args()
     build = pathlib.Path(args.build)
@@ -250,15 +292,22 @@ def main():
     if args.pin and len(cpus) >= 2:
         SERVER_CPUS, LOAD_CPUS = {cpus[0]}, {cpus[1]}
 
-    servers = [Server("xlaunch", [str(xlaunch), "store", "serve", "--port", "0"]),
-               Server("torch-1.13", ["/usr/bin/python3", "-c", TORCH_SERVER])]
+    skip = set(filter(None, args.skip.split(",")))
+    ours = Server("xlaunch", [str(xlaunch), "store", "serve", "--port", "0"])
+    servers = [ours, Server("torch-1.13", ["/usr/bin/python3", "-c", TORCH_SERVER])]
+    if "torch26" not in skip:
+        # Builds the Debian 13 root on first use (a few minutes, needs root).
+        subprocess.run([str(ROOT / "scripts/torch26-root")], check=True, stdout=subprocess.DEVNULL)
+        servers += [ours.speaking("xlaunch 2.2+", "2.2"),
+                    Server("torch-2.6", [str(ROOT / "scripts/torch26-python"), "-c", TORCH_SERVER],
+                           dialect="2.2")]
     ceiling = Server("no-store ceiling", [str(null_store)])
     results = {"machine": {"cpus": os.cpu_count(), "nofile_hard": hard,
                            "loadavg_before": os.getloadavg(), "pinned": bool(SERVER_CPUS)},
                "servers": {s.name: {} for s in servers + [ceiling]}}
-    skip = set(filter(None, args.skip.split(",")))
     try:
-        for s in servers if "idle" not in skip else ():
+        # Idle connections send nothing, so one measure of xlaunch's process covers both.
+        for s in [s for s in servers if s.name != "xlaunch 2.2+"] if "idle" not in skip else ():
             r = results["servers"][s.name]
             r["rss_bytes_per_idle_conn"] = idle_rss(s, args.idle)
             print(f"{s.name}: idle RSS/conn {r['rss_bytes_per_idle_conn']:.0f} B", file=sys.stderr)
@@ -268,7 +317,7 @@ def main():
             run_storms(servers, args, store_load, results)
     finally:
         for s in servers + [ceiling]:
-            s.stop()
+            s.stop()  # the shared xlaunch process: the second stop finds it gone
     results["machine"]["loadavg_after"] = os.getloadavg()
     print(table(args, results, skip))
     if args.json:

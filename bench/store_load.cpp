@@ -1,8 +1,10 @@
 // Load generator for TCPStore servers (ours and PyTorch's), speaking the 1.13 numbering
-// that both understand. One thread, Boost.Asio, so thousands of clients cost no threads.
+// (--dialect 1.13, the default; PyTorch 1.13's server and ours understand it) or the 2.2+
+// one (--dialect 2.2: every connection starts with VALIDATE; PyTorch 2.2+'s servers accept
+// nothing else). One thread, Boost.Asio, so thousands of clients cost no threads.
 //
-//   store_load ops   --port P --op set|get|add --clients N --seconds S [--depth D]
-//   store_load storm --port P --clients N [--connect_window W] [--timeout_s T]
+//   store_load ops   --port P --op set|get|add --clients N --seconds S [--depth D] [--dialect V]
+//   store_load storm --port P --clients N [--connect_window W] [--timeout_s T] [--dialect V]
 //
 // Prints one JSON object on stdout. `set` is SET followed by GETNUMKEYS (SET has no reply,
 // so the pair is one synchronous round trip); `get` reads an existing 64-byte value
@@ -42,7 +44,13 @@ struct Args {
   int connect_window = 2048;
   double timeout_s = 120;
   int source_ips = 1;
+  std::string dialect = "1.13";
 };
+
+// The numbering requests are encoded in, and what each connection sends first (VALIDATE
+// for 2.2+, nothing for 1.13). Set once by main().
+Dialect g_dialect = Dialect::D0;
+std::string g_hello;
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -68,6 +76,8 @@ Args parse(int argc, char** argv) {
       a.timeout_s = std::stod(v);
     else if (k == "--source_ips")
       a.source_ips = std::stoi(v);
+    else if (k == "--dialect")
+      a.dialect = v;
     else
       throw std::runtime_error("unknown flag " + k);
   }
@@ -83,8 +93,18 @@ std::string encode(Op op, std::string_view key = {}, std::string_view value = {}
   r.delta = delta;
   r.keys = std::move(keys);
   std::string out;
-  encode_request(out, Dialect::D0, r);
+  encode_request(out, g_dialect, r);
   return out;
+}
+
+void choose_dialect(const std::string& name) {
+  if (name == "1.13") return;
+  if (name != "2.2") throw std::runtime_error("--dialect must be 1.13 or 2.2");
+  g_dialect = Dialect::D2;
+  Request validate;
+  validate.op = Op::Validate;
+  validate.word = kValidateMagic;
+  encode_request(g_hello, g_dialect, validate);
 }
 
 std::string run_id() {
@@ -163,7 +183,7 @@ int run_ops(const Args& a) {
     tcp::socket s(io);
     s.connect(ep);
     s.set_option(tcp::no_delay(true));
-    std::string setup = encode(Op::Set, key, value) + encode(Op::NumKeys);
+    std::string setup = g_hello + encode(Op::Set, key, value) + encode(Op::NumKeys);
     asio::write(s, asio::buffer(setup));
     char buf[8];
     asio::read(s, asio::buffer(buf));
@@ -175,6 +195,7 @@ int run_ops(const Args& a) {
     auto c = std::make_shared<OpsClient>(io, request, reply_size, a.depth, end, ops);
     c->socket.connect(ep);
     c->socket.set_option(tcp::no_delay(true));
+    if (!g_hello.empty()) asio::write(c->socket, asio::buffer(g_hello));  // no reply
     clients.push_back(c);
   }
   auto start = Clock::now();
@@ -296,7 +317,7 @@ int run_storm(const Args& a) {
   s.source_ips = a.source_ips;
   const std::string prefix = run_id();
   const std::string arrived = prefix + "arrived", go = prefix + "go";
-  s.add_req = encode(Op::Add, arrived, {}, 1);
+  s.add_req = g_hello + encode(Op::Add, arrived, {}, 1);  // ADD is each connection's first
   s.wait_req = encode(Op::Wait, {}, {}, 0, {go});
   s.set_req = encode(Op::Set, go, "1") + s.wait_req;
   asio::steady_timer deadline(s.io, std::chrono::duration_cast<Clock::duration>(
@@ -334,6 +355,7 @@ int run_storm(const Args& a) {
 int main(int argc, char** argv) {
   try {
     Args a = parse(argc, argv);
+    choose_dialect(a.dialect);
     if (a.mode == "ops") return run_ops(a);
     if (a.mode == "storm") return run_storm(a);
     throw std::runtime_error("mode must be ops or storm");
