@@ -186,6 +186,9 @@ int launch(const LaunchRequest& request) {
   // Only machine 0 hosts the store; the others join it.
   std::optional<rendezvous::StoreServer> store;
   if (plan.machine_rank == 0) {
+    // One machine: listen where the workers are told to connect (under srun -N1, MASTER_ADDR
+    // is the node's name, which resolves to the node's own address, not 127.0.0.1).
+    if (plan.num_machines == 1 && !settings.bind_addr) plan.bind_host = plan.master_addr;
     rendezvous::ListeningSocket socket = bind_store(plan);
     plan.master_port = socket.port();
     store.emplace(std::move(socket));
