@@ -195,7 +195,7 @@ JoinProblem missing_machines(const std::vector<JoinRecord>& arrived, int num_mac
 
 std::string encode_layout(const std::variant<Layout, JoinProblem>& decision) {
   if (const auto* layout = std::get_if<Layout>(&decision)) {
-    return fmt::format("ok\n{}", fmt::join(layout->local_processes, ","));
+    return fmt::format("ok\n{}\n{}", fmt::join(layout->local_processes, ","), flat(layout->run_id));
   }
   const auto& problem = std::get<JoinProblem>(decision);
   return fmt::format("error\n{}\n{}", problem.exit_code, problem.message);
@@ -207,6 +207,11 @@ std::variant<Layout, JoinProblem> decode_layout(std::string_view text) {
   std::string_view rest = nl == std::string_view::npos ? "" : text.substr(nl + 1);
   if (head == "ok") {
     Layout layout;
+    auto nl2 = rest.find('\n');
+    if (nl2 != std::string_view::npos) {
+      layout.run_id = std::string(rest.substr(nl2 + 1));
+      rest = rest.substr(0, nl2);
+    }
     for (std::string_view item : split(rest, ',')) {
       int n = 0;
       if (!parse_int(item, n)) throw std::invalid_argument("bad layout");
@@ -466,6 +471,8 @@ Layout Agent::join() {
       decision = complete ? decide_layout(arrivals, s.o.num_machines, s.o.total_processes)
                           : std::variant<Layout, JoinProblem>(
                                 missing_machines(arrivals, s.o.num_machines, s.o.rdzv_timeout));
+      // One job, one run id: machine 0's (the others' random ones are dropped).
+      if (auto* layout = std::get_if<Layout>(&decision)) layout->run_id = s.o.job_run_id;
       s.client->set(s.key("layout"), encode_layout(decision));
       if (std::holds_alternative<JoinProblem>(decision)) {
         // This launcher exits now, and its store with it: let the others read why first.

@@ -4,7 +4,8 @@
 //   arrivals                 counter; each launcher takes slot k = add(arrivals, 1)
 //   arrival/<k>              that launcher's JoinRecord (machine rank, host, pid, local count,
 //                            version, the settings that must agree)
-//   layout                   machine 0's answer: "ok\n<local count per machine, comma-separated>"
+//   layout                   machine 0's answer: "ok\n<local count per machine, comma-separated>
+//                            \n<the job's run id>"
 //                            or "error\n<exit code>\n<message>" (every launcher prints it)
 //   hb/<m>                   heartbeat counter of machine m (add 1 per beat)
 //   round/<r>/failure        first FailureRecord of round r (compare_set: the first one wins)
@@ -55,6 +56,8 @@ JoinRecord decode_join(std::string_view text);
 /// The job's shape once every machine joined.
 struct Layout {
   std::vector<int> local_processes;  // per machine rank
+  /// Machine 0's run id, the job's on every machine (TORCHELASTIC_RUN_ID, log folders).
+  std::string run_id;
   int world_size() const;
   /// RANK of machine m's local rank 0: the sum of the lower machines' local counts.
   int rank_offset(int machine_rank) const;
@@ -99,7 +102,8 @@ class AgentError : public std::runtime_error {
 };
 
 struct AgentOptions {
-  std::string run_id;
+  std::string run_id;      // names the keys: --rdzv_id, or "default"
+  std::string job_run_id;  // this launcher's run id; machine 0's becomes the job's
   int num_machines = 1;
   int machine_rank = 0;
   std::string store_host = "127.0.0.1";  // machine 0's store

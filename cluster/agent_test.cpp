@@ -18,6 +18,7 @@ JoinRecord record(int rank, int local, std::string settings = "s.max_restarts=0\
 AgentOptions options(std::uint16_t port, int machines, int rank, int local) {
   AgentOptions o;
   o.run_id = "t";
+  o.job_run_id = "run-of-machine-" + std::to_string(rank);
   o.num_machines = machines;
   o.machine_rank = rank;
   o.store_port = port;
@@ -55,7 +56,8 @@ TEST_CASE("records and layouts survive the store", "[agent]") {
   CHECK(fb.restartable);
   FailureRecord lost{2, "hostC", -1, 1, false, "launcher lost"};
   CHECK(decode_failure(encode(lost)).describe() == "machine 2 (hostC): launcher lost");
-  auto layout = std::get<Layout>(decode_layout(encode_layout(Layout{{2, 3, 1}})));
+  auto layout = std::get<Layout>(decode_layout(encode_layout(Layout{{2, 3, 1}, "exp-7"})));
+  CHECK(layout.run_id == "exp-7");
   CHECK(layout.world_size() == 6);
   CHECK(layout.rank_offset(0) == 0);
   CHECK(layout.rank_offset(2) == 5);
@@ -114,6 +116,7 @@ TEST_CASE("three launchers join one store and agree on the layout", "[agent][sto
   for (auto& join : joins) {
     Layout layout = join.get();
     CHECK(layout.local_processes == std::vector<int>{2, 1, 3});
+    CHECK(layout.run_id == "run-of-machine-0");  // one job, one run id
   }
 }
 

@@ -10,7 +10,9 @@
 
 #include "cluster/agent.hpp"
 #include "cluster/detect.hpp"
+#include "config/schema.hpp"
 #include "config/usage_error.hpp"
+#include "config/validate.hpp"
 #include "launcher/capacity.hpp"
 #include "launcher/console.hpp"
 #include "launcher/devices.hpp"
@@ -92,6 +94,7 @@ AgentOptions agent_options(const LaunchPlan& plan, const config::Settings& s,
   AgentOptions o;
   // Every machine must use the same keys: the random default run id differs per machine.
   o.run_id = s.rdzv_id.value_or("default");
+  o.job_run_id = plan.run_id;
   o.num_machines = plan.num_machines;
   o.machine_rank = plan.machine_rank;
   o.store_host = plan.machine_rank == 0 ? "127.0.0.1" : plan.master_addr;
@@ -219,6 +222,16 @@ int launch(const LaunchRequest& request) {
     }
     plan.world_size = layout.world_size();
     plan.rank_offset = layout.rank_offset(plan.machine_rank);
+    // Machine 0's run id is the job's: workers' keys (TORCHELASTIC_RUN_ID) and log folders
+    // must be the same on every machine.
+    if (!layout.run_id.empty()) {
+      if (!config::is_valid_run_id(layout.run_id)) {
+        throw LaunchError(fmt::format("machine 0 announced an invalid run id '{}'",
+                                      config::printable(layout.run_id)),
+                          exit_status::kFailure);
+      }
+      plan.run_id = layout.run_id;
+    }
   }
 
   // From the run folder on, a stop signal waits for the supervisor's handlers, so that
