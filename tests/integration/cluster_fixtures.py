@@ -69,6 +69,26 @@ def wait_no_processes_with(marker, timeout=90):
     pytest.fail(f"processes still alive with {marker} after {timeout}s: {left}")
 
 
+def worker_running(pid, needle="cluster_job.py"):
+    """True while `pid` is still that worker: not gone, not a zombie, not reused."""
+    proc = pathlib.Path(f"/proc/{pid}")
+    try:
+        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X") and needle.encode() in (proc / "cmdline").read_bytes()
+    except (OSError, IndexError):
+        return False
+
+
+def wait_workers_gone(pids, timeout=90):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = [pid for pid in pids if worker_running(pid)]
+        if not left:
+            return
+        time.sleep(0.5)
+    pytest.fail(f"workers still running after {timeout}s: {left}")
+
+
 class Slurm:
     """The running cluster: env for its commands, and small helpers."""
 

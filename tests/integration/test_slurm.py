@@ -2,14 +2,14 @@
 on 127.0.0.2-4, started by scripts/cluster-up for this module (cluster_fixtures.py)."""
 import json
 import os
-import pathlib
 import signal
 import time
 import uuid
 
 import pytest
 
-from cluster_fixtures import free_port, processes_with, slurm, wait_no_processes_with  # noqa: F401
+from cluster_fixtures import (free_port, processes_with, slurm,  # noqa: F401
+                              wait_no_processes_with, wait_workers_gone)
 from launch_helpers import WORKERS
 
 JOB = str(WORKERS / "cluster_job.py")
@@ -42,7 +42,8 @@ def check_allreduce(out, nodes, per_node):
 
 
 def test_srun_two_nodes_torch_allreduce(slurm, xlaunch_bin, torch_python, tmp_path):
-    r = slurm.run(["srun", "-N2", "--ntasks-per-node=1",
+    # -w: the nodes the checks name (SLURM may otherwise pick any two).
+    r = slurm.run(["srun", "-N2", "-w", "node[1-2]", "--ntasks-per-node=1",
                    *launch_args(xlaunch_bin, torch_python, "--nproc_per_node", "2"),
                    JOB, "allreduce"], cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr + slurm.logs()
@@ -53,7 +54,7 @@ def test_srun_two_nodes_torch_allreduce(slurm, xlaunch_bin, torch_python, tmp_pa
 def test_sbatch(slurm, xlaunch_bin, torch_python, tmp_path):
     script = tmp_path / "job.sh"
     args = " ".join(launch_args(xlaunch_bin, torch_python, "--nproc_per_node", "2"))
-    script.write_text(f"#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n"
+    script.write_text(f"#!/bin/bash\n#SBATCH -N 2 -w node[1-2]\n#SBATCH --ntasks-per-node=1\n"
                       f"srun {args} {JOB} allreduce\n")
     out = tmp_path / "job.out"
     r = slurm.run(["sbatch", "--wait", "-o", str(out), str(script)], cwd=tmp_path)
@@ -78,14 +79,15 @@ def test_salloc_then_srun_on_all_and_on_a_subset(slurm, xlaunch_bin, torch_pytho
 
 def test_srun_one_node(slurm, xlaunch_bin, torch_python, tmp_path):
     # The store listens where the workers are told to connect: node1 (127.0.0.2).
-    r = slurm.run(["srun", "-N1", *launch_args(xlaunch_bin, torch_python, "--nproc_per_node",
-                                               "2"), JOB, "allreduce"], cwd=tmp_path, timeout=180)
+    r = slurm.run(["srun", "-N1", "-w", "node1",
+                   *launch_args(xlaunch_bin, torch_python, "--nproc_per_node", "2"),
+                   JOB, "allreduce"], cwd=tmp_path, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
     check_allreduce(r.stdout, ["node1"], 2)
 
 
 def test_two_launchers_on_one_node_are_refused(slurm, xlaunch_bin, torch_python, tmp_path):
-    r = slurm.run(["srun", "-N1", "--ntasks=2",
+    r = slurm.run(["srun", "-N1", "-w", "node1", "--ntasks=2",
                    *launch_args(xlaunch_bin, torch_python, "--nproc_per_node", "1"),
                    JOB, "allreduce"], cwd=tmp_path)
     assert r.returncode == 2, r.stdout + r.stderr
@@ -153,17 +155,19 @@ def test_scancel_leaves_nothing(slurm, xlaunch_bin, torch_python, tmp_path):
     assert slurm.run(["scancel", slurm.job_id_named(name)]).returncode == 0
     proc.communicate(timeout=120)
     wait_no_processes_with(marker)
-    for w in workers.values():
-        assert not pathlib.Path(f"/proc/{w['pid']}").exists()
+    wait_workers_gone([w["pid"] for w in workers.values()])
 
 
 def test_a_launcher_killed_on_one_node_ends_the_job(slurm, xlaunch_bin, torch_python, tmp_path):
     marker = f"xlaunch-sigkill-{uuid.uuid4().hex}"
     proc, workers = start_hanging_job(slurm, xlaunch_bin, torch_python, tmp_path, marker)
-    # The launcher on node2 is its workers' parent (xlaunch is their subreaper).
-    launcher = {w["ppid"] for w in workers.values() if w["node"] == "node2"}
+    # Machine 1's launcher (ranks 2-3; SLURM may pick any two nodes) is its workers' parent.
+    node = workers["worker-2.json"]["node"]
+    assert node != workers["worker-0.json"]["node"], workers
+    launcher = {w["ppid"] for w in workers.values() if w["node"] == node}
     assert len(launcher) == 1, workers
     os.kill(launcher.pop(), signal.SIGKILL)
     out, err = proc.communicate(timeout=180)
     assert proc.returncode != 0, out + err
     wait_no_processes_with(marker)
+    wait_workers_gone([w["pid"] for w in workers.values()])
