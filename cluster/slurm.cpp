@@ -33,21 +33,29 @@ std::optional<int> first_int(const Environment& env, std::initializer_list<const
   return std::nullopt;
 }
 
-// How many tasks srun started on node `node` of the step; nullopt when it does not say.
-std::optional<int> tasks_on_node(const Environment& env, int node, int nodes,
-                                 ClusterDetection& found) {
+// Why this step has more than one launcher on a node (this one, or some node when the
+// per-node counts are missing); nullopt when it has one per node or does not say.
+std::optional<std::string> crowded_node(const Environment& env, int node, int nodes,
+                                        const std::string& where, ClusterDetection& found) {
   const char* used = "";
   if (auto text = first_of(env, {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}, used)) {
     try {
       std::vector<int> counts = expand_tasks_per_node(*text);
-      if (node < static_cast<int>(counts.size())) return counts[node];
+      if (node < static_cast<int>(counts.size())) {
+        if (counts[node] < 2) return std::nullopt;
+        return fmt::format("srun started {} launchers on {} ({}={}), which would all be machine {}",
+                           counts[node], where, used, *text, node);
+      }
     } catch (const std::invalid_argument& e) {
       found.notes.push_back(fmt::format("{}: {}", used, e.what()));
     }
   }
-  // Without the per-node counts: more tasks than nodes puts two on some node.
-  if (auto tasks = first_int(env, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"}, found)) {
-    if (*tasks > nodes) return *tasks;  // at least two somewhere; this node cannot tell
+  for (const char* name : {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"}) {
+    if (!lookup(env, name)) continue;
+    auto tasks = int_var(env, name, found);
+    if (!tasks || *tasks <= nodes) return std::nullopt;
+    return fmt::format("srun started {} launchers on {} node{} ({}={}), more than one on some node",
+                       *tasks, nodes, nodes == 1 ? "" : "s", name, *tasks);
   }
   return std::nullopt;
 }
@@ -99,13 +107,10 @@ std::optional<ClusterDetection> detect_slurm(const Environment& env) {
     }
   }
 
-  if (auto tasks = tasks_on_node(env, *node, *nodes, found); tasks && *tasks > 1) {
-    std::string where =
-        *node < static_cast<int>(hosts.size()) ? hosts[*node] : fmt::format("node {}", *node);
-    found.refusal = fmt::format(
-        "srun started {} launchers on {} (one srun task each): each would be machine {} of "
-        "its own job",
-        *tasks, where, *node);
+  std::string where =
+      *node < static_cast<int>(hosts.size()) ? hosts[*node] : fmt::format("node {}", *node);
+  if (auto why = crowded_node(env, *node, *nodes, where, found)) {
+    found.refusal = *why;
     found.hint =
         "run one xlaunch per node: srun --ntasks-per-node=1 (xlaunch starts the workers; "
         "give --nproc_per_node for how many per node)";

@@ -48,7 +48,9 @@ TEST_CASE("two launchers on one node of a step are refused", "[slurm]") {
   std::optional<ClusterDetection> found = detect_slurm(env);
   REQUIRE(found);
   REQUIRE(found->refusal);
-  CHECK(found->refusal->find("2 launchers on node1") != std::string::npos);
+  CHECK(*found->refusal ==
+        "srun started 2 launchers on node1 (SLURM_STEP_TASKS_PER_NODE=2), which would all be "
+        "machine 0");
   CHECK(found->hint.find("--ntasks-per-node=1") != std::string::npos);
 
   // Uneven: node 1 of "1,2" has two; node 0 has one.
@@ -63,7 +65,10 @@ TEST_CASE("two launchers on one node of a step are refused", "[slurm]") {
   // Without per-node counts: more tasks than nodes.
   env.erase("SLURM_STEP_TASKS_PER_NODE");
   env["SLURM_NODEID"] = "0";
-  CHECK(detect_slurm(env)->refusal);
+  REQUIRE(detect_slurm(env)->refusal);
+  CHECK(*detect_slurm(env)->refusal ==
+        "srun started 3 launchers on 2 nodes (SLURM_STEP_NUM_TASKS=3), more than one on some "
+        "node");
   env["SLURM_STEP_NUM_TASKS"] = "2";
   CHECK_FALSE(detect_slurm(env)->refusal);
 }
