@@ -112,6 +112,18 @@ class Slurm:
         assert r.returncode == 0, r.stderr
         return dict(re.findall(r"(\w+)=(\S*)", r.stdout))
 
+    def finished_job_record(self, job_id, timeout=90):
+        """The job's record once SLURM has finished it (srun returns while the job may still be
+        COMPLETING: its epilog and the step's clean-up run after)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            record = self.job_record(job_id)
+            if record.get("JobState") not in ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING"):
+                return record
+            if time.monotonic() > deadline:
+                pytest.fail(f"job {job_id} still {record.get('JobState')} after {timeout}s")
+            time.sleep(0.5)
+
     def job_id_named(self, name):
         r = self.run(["scontrol", "-o", "show", "job"])
         for line in r.stdout.splitlines():

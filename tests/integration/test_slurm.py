@@ -104,7 +104,7 @@ def test_a_ranks_exit_code_reaches_srun_and_scontrol(slurm, xlaunch_bin, torch_p
                    JOB, "fail", "3", "7"], cwd=tmp_path)
     assert r.returncode == 7, r.stdout + r.stderr
     assert "rank 3" in r.stderr and "code 7" in r.stderr, r.stderr
-    record = slurm.job_record(slurm.job_id_named(name))
+    record = slurm.finished_job_record(slurm.job_id_named(name))
     assert record["JobState"] == "FAILED", record
     assert record["ExitCode"] == "7:0", record
 
