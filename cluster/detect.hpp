@@ -1,7 +1,8 @@
-// What a cluster scheduler's environment says about the machines of a job: SLURM (srun),
-// Open MPI (mpirun) and PMI (MPICH/Intel MPI hydra). Pure: the variables come in a map.
+// What a cluster manager's environment says about the machines of a job. Each manager has its
+// own pure detector (slurm.hpp, mpi.hpp, pytorchjob.hpp); detect_cluster tries them in order.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,23 +14,31 @@ namespace xlaunch::cluster {
 using launcher::Environment;
 
 struct ClusterDetection {
-  std::string scheduler;  ///< "SLURM", "Open MPI", "PMI"; empty when none was found
-  /// num_machines, machine_rank and, when known, main_process_ip (and port for MPI/PMI
-  /// from MASTER_ADDR/MASTER_PORT). Lower precedence than everything the user set.
+  std::string scheduler;  ///< "SLURM", "Open MPI", "PMI", "PyTorchJob"; empty: none found
+  /// num_machines, machine_rank and, when known, main_process_ip (and port, nproc_per_node).
+  /// Lower precedence than everything the user set.
   config::Settings settings;
   std::vector<std::string> notes;  ///< problems worth a warning (e.g. a bad hostlist)
+  /// Set when the manager started the launchers in a way that cannot work (two launchers
+  /// on one node of an srun step): the launch is refused with this and `hint`.
+  std::optional<std::string> refusal;
+  std::string hint;
 };
 
-/// SLURM: inside an srun step (SLURM_STEP_ID or SLURM_STEPID set) with SLURM_NNODES,
-/// SLURM_NODEID and SLURM_JOB_NODELIST (or SLURM_NODELIST): one launcher per node, machine
-/// 0 is the first host of the list. Open MPI: OMPI_COMM_WORLD_SIZE/RANK. PMI: PMI_SIZE/RANK.
-/// SLURM wins over the MPI variables (srun --mpi=pmi2 sets both).
+/// The first manager whose variables are present: SLURM (inside an srun step), then Open MPI
+/// (mpirun), PMI (MPICH/Intel MPI hydra), PyTorchJob (Kubeflow's PET_* variables). SLURM wins
+/// over the MPI variables (srun --mpi=pmi2 sets both).
 ClusterDetection detect_cluster(const Environment& env);
 
-/// `settings` with the detected values filled in where `settings` says nothing.
+/// `settings` with the detected values filled in where `settings` says nothing. Throws
+/// UsageError (exit 2) with the detection's refusal and hint when it has one.
 config::Settings apply_cluster(const config::Settings& settings, const ClusterDetection& found);
 
-/// One line per detected value, for `xlaunch env` and the launcher's log.
+/// The scheduler's name on the first line, then one indented "key: value" line per detected
+/// value and warning; for `xlaunch env`, which prints it after "cluster:".
 std::string describe(const ClusterDetection& found);
+
+/// For the detectors: the variable as a number >= 0; a note when it is set but not one.
+std::optional<int> int_var(const Environment& env, const char* name, ClusterDetection& found);
 
 }  // namespace xlaunch::cluster

@@ -2,20 +2,21 @@
 
 #include <catch2/catch.hpp>
 
+#include "config/usage_error.hpp"
+
 using namespace xlaunch;
 using namespace xlaunch::cluster;
 
-TEST_CASE("an srun step gives machines, rank and machine 0's host", "[cluster]") {
-  Environment env{{"SLURM_STEP_ID", "0"},
-                  {"SLURM_NNODES", "4"},
-                  {"SLURM_NODEID", "2"},
-                  {"SLURM_JOB_NODELIST", "gpu[07-08,11],gpu20"}};
-  ClusterDetection found = detect_cluster(env);
-  CHECK(found.scheduler == "SLURM");
-  CHECK(found.settings.num_machines == 4);
-  CHECK(found.settings.machine_rank == 2);
-  CHECK(found.settings.main_process_ip == "gpu07");
-  CHECK(describe(found).find("machine_rank: 2") != std::string::npos);
+TEST_CASE("managers are tried in order; SLURM wins over the PMI variables it sets", "[cluster]") {
+  Environment srun_pmi2{{"SLURM_STEP_ID", "0"}, {"SLURM_STEP_NUM_NODES", "2"},
+                        {"SLURM_NODEID", "1"},  {"SLURM_STEP_NODELIST", "n[1-2]"},
+                        {"PMI_SIZE", "2"},      {"PMI_RANK", "1"}};
+  CHECK(detect_cluster(srun_pmi2).scheduler == "SLURM");
+  CHECK(detect_cluster({{"PMI_SIZE", "2"}, {"PMI_RANK", "1"}}).scheduler == "PMI");
+  CHECK(detect_cluster({{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "0"}}).scheduler ==
+        "Open MPI");
+  CHECK(detect_cluster({{"PET_NNODES", "2"}, {"PET_NODE_RANK", "0"}}).scheduler == "PyTorchJob");
+  CHECK(detect_cluster({}).scheduler.empty());
 }
 
 TEST_CASE("flags win over the scheduler", "[cluster]") {
@@ -31,38 +32,27 @@ TEST_CASE("flags win over the scheduler", "[cluster]") {
   CHECK(s.machine_rank == 1);
 }
 
-TEST_CASE("an salloc shell (no step) is not a multi-machine launch", "[cluster]") {
-  Environment env{{"SLURM_NNODES", "2"}, {"SLURM_NODEID", "0"}, {"SLURM_JOB_NODELIST", "n[1-2]"}};
-  CHECK(detect_cluster(env).scheduler.empty());
-  CHECK(detect_cluster({}).scheduler.empty());
+TEST_CASE("a refused detection is a usage error with its hint", "[cluster]") {
+  ClusterDetection found;
+  found.scheduler = "SLURM";
+  found.refusal = "two launchers";
+  found.hint = "srun --ntasks-per-node=1";
+  try {
+    apply_cluster({}, found);
+    FAIL("no UsageError");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()) == "two launchers");
+    CHECK(e.hint() == "srun --ntasks-per-node=1");
+  }
+  CHECK(describe(found).find("error: two launchers (srun --ntasks-per-node=1)") !=
+        std::string::npos);
 }
 
-TEST_CASE("a bad hostlist is a note, not a guess", "[cluster]") {
-  Environment env{{"SLURM_STEP_ID", "1"},
-                  {"SLURM_NNODES", "2"},
-                  {"SLURM_NODEID", "0"},
-                  {"SLURM_JOB_NODELIST", "n[1-"}};
-  ClusterDetection found = detect_cluster(env);
-  CHECK(found.scheduler == "SLURM");
-  CHECK_FALSE(found.settings.main_process_ip);
-  REQUIRE(found.notes.size() == 1);
-  CHECK(found.notes[0].find("--main_process_ip") != std::string::npos);
-}
-
-TEST_CASE("Open MPI and PMI ranks", "[cluster]") {
-  ClusterDetection ompi = detect_cluster({{"OMPI_COMM_WORLD_SIZE", "3"},
-                                          {"OMPI_COMM_WORLD_RANK", "1"},
-                                          {"MASTER_ADDR", "head"},
-                                          {"MASTER_PORT", "29400"}});
-  CHECK(ompi.scheduler == "Open MPI");
-  CHECK(ompi.settings.num_machines == 3);
-  CHECK(ompi.settings.machine_rank == 1);
-  CHECK(ompi.settings.main_process_ip == "head");
-  CHECK(ompi.settings.main_process_port == 29400);
-  ClusterDetection pmi = detect_cluster({{"PMI_SIZE", "2"}, {"PMI_RANK", "0"}});
-  CHECK(pmi.scheduler == "PMI");
-  CHECK(pmi.settings.num_machines == 2);
-  CHECK_FALSE(pmi.settings.main_process_ip);
-  ClusterDetection junk = detect_cluster({{"PMI_SIZE", "two"}, {"PMI_RANK", "0"}});
-  CHECK(junk.scheduler.empty());
+TEST_CASE("describe starts with the scheduler's name, for 'cluster: NAME'", "[cluster]") {
+  ClusterDetection found = detect_cluster({{"SLURM_STEP_ID", "0"},
+                                           {"SLURM_STEP_NUM_NODES", "2"},
+                                           {"SLURM_NODEID", "1"},
+                                           {"SLURM_STEP_NODELIST", "node[1-2]"}});
+  CHECK(describe(found) == "SLURM\n  num_machines: 2\n  machine_rank: 1\n  main_process_ip: node1");
+  CHECK(describe({}).rfind("none detected", 0) == 0);
 }

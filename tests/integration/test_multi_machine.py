@@ -19,7 +19,8 @@ WORKER = r'''
 import json, os, sys, time
 out = os.environ["OUT_DIR"]
 keys = ("RANK", "LOCAL_RANK", "GROUP_RANK", "GROUP_WORLD_SIZE", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
-        "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT")
+        "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_RUN_ID",
+        "XLAUNCH_RUN_ID")
 info = {k: os.environ.get(k) for k in keys}
 info["pid"] = os.getpid()
 attempt = info["TORCHELASTIC_RESTART_COUNT"]
@@ -35,6 +36,12 @@ if mode == "fail_on_1":
     time.sleep(120)
 elif mode == "hang":
     time.sleep(600)
+elif mode == "until_world_2":  # elastic: wait in round 0 for the second machine
+    if info["WORLD_SIZE"] != "2":
+        time.sleep(600)
+elif mode == "until_alone":  # elastic: wait until the job shrank to this machine
+    if info["WORLD_SIZE"] != "1":
+        time.sleep(600)
 elif mode == "fail_once_on_1":
     if on_machine_1 and attempt == "0":
         sys.exit(3)
@@ -140,6 +147,41 @@ def test_two_by_two_gloo_all_reduce_across_machines(machines, torch_python):
     for rank, (world, total, group) in sums.items():
         assert world == "4" and float(total) == 10.0
         assert group == str(rank // 2)
+
+
+def test_machine_0s_run_id_is_the_jobs_on_every_machine(machines):
+    # No --rdzv_id: each launcher makes its own random id; machine 0's must win everywhere.
+    logs = machines.tmp / "logs"
+    procs = [machines.start(r, 2, ["--nproc_per_node", "2", "--log_dir", str(logs)])
+             for r in (1, 0)]
+    for p in procs:
+        rc, out, err = machines.finish(p)
+        assert rc == 0, err
+    ranks = machines.ranks()
+    ids = {info["TORCHELASTIC_RUN_ID"] for info in ranks.values()}
+    assert len(ids) == 1 and sorted(ranks) == [0, 1, 2, 3], ranks
+    (run_id,) = ids
+    assert {info["XLAUNCH_RUN_ID"] for info in ranks.values()} == {run_id}
+    # Both launchers share this host's log folder: the second one to create it adds -2.
+    assert sorted(p.name for p in logs.iterdir()) == [run_id, run_id + "-2"]
+
+
+def test_xlaunch_test_across_two_machines_without_rdzv_id(machines):
+    # The self-test's workers meet through keys named by the run id: it hung when every
+    # machine had its own.
+    procs = []
+    for r in (1, 0):
+        cmd = [machines.bin, "test", "--num_machines", "2", "--machine_rank", str(r),
+               "--main_process_ip", "127.0.0.1", "--main_process_port", str(machines.port),
+               "--nproc_per_node", "2", "--backend", "gloo", "--rdzv_timeout", "120"]
+        p = subprocess.Popen(cmd, env=merged_env({}), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+        machines.procs.append(p)
+        procs.append(p)
+    for p in procs:
+        rc, out, err = machines.finish(p, timeout=170)
+        assert rc == 0, out + err
+        assert "xlaunch test: PASS: 2/2 ranks here passed" in out, out
 
 
 def test_three_machines_with_different_local_counts(machines):
@@ -356,3 +398,57 @@ def test_ctrl_c_while_waiting_for_the_other_machines_ends_the_launcher(machines)
     assert rc1 != 0, err1
     pids = [info["pid"] for info in machines.ranks().values()]
     assert wait_until_gone(pids) == []
+
+
+ELASTIC = ["--nnodes", "1:2", "--max_restarts", "1", "--heartbeat_timeout", "3"]
+
+
+def test_elastic_job_starts_alone_and_grows_when_a_machine_joins(machines):
+    # The first launcher hosts the store (--machine_rank 0); the other has no rank: join order.
+    m0 = machines.start(None, None, [*ELASTIC, "--machine_rank", "0"], env={"MODE": "until_world_2"})
+    # Alone, it starts after the last call (30 s) with world size 1.
+    wait_for_files(machines.out, "rank_*_attempt_0.json", 1, timeout=120)
+    first = machines.ranks(attempt=0)
+    assert list(first) == [0] and first[0]["WORLD_SIZE"] == "1", first
+    m1 = machines.start(None, None, ELASTIC, env={"MODE": "until_world_2"})
+    rc1, _, err1 = machines.finish(m1)
+    rc0, _, err0 = machines.finish(m0)
+    assert rc0 == 0 and rc1 == 0, err0 + err1
+    second = machines.ranks(attempt=1)
+    assert sorted(second) == [0, 1], second
+    for rank, info in second.items():
+        assert info["WORLD_SIZE"] == "2" and info["GROUP_WORLD_SIZE"] == "2"
+        assert info["GROUP_RANK"] == str(rank) and info["TORCHELASTIC_RESTART_COUNT"] == "1"
+    assert {i["TORCHELASTIC_RUN_ID"] for i in second.values()} == {first[0]["TORCHELASTIC_RUN_ID"]}
+    assert "the job's machines changed: machine 1 (" in err0 and "joined the job" in err0
+    assert "round 1: machine 1 of 2, world size 2" in err1
+
+
+def test_elastic_job_shrinks_when_a_launcher_is_killed(machines):
+    m0 = machines.start(None, None, [*ELASTIC, "--machine_rank", "0"], env={"MODE": "until_alone"})
+    m1 = machines.start(None, None, ELASTIC, env={"MODE": "until_alone"})
+    # Two machines are the maximum: round 0 starts at once with both.
+    wait_for_files(machines.out, "rank_*_attempt_0.json", 2, timeout=120)
+    assert {i["WORLD_SIZE"] for i in machines.ranks(attempt=0).values()} == {"2"}
+    os.kill(m1.pid, signal.SIGKILL)
+    rc0, _, err0 = machines.finish(m0)
+    assert rc0 == 0, err0
+    assert "the job's machines changed: machine 1 (" in err0 and "launcher lost" in err0
+    after = machines.ranks(attempt=1)
+    assert list(after) == [0] and after[0]["WORLD_SIZE"] == "1", after
+    assert after[0]["TORCHELASTIC_RESTART_COUNT"] == "1"
+
+
+def test_elastic_job_below_its_minimum_fails_naming_the_lost_machine(machines):
+    args = ["--nnodes", "2:3", "--max_restarts", "1", "--heartbeat_timeout", "3",
+            "--rdzv_timeout", "5"]
+    m0 = machines.start(None, None, [*args, "--machine_rank", "0"], env={"MODE": "hang"})
+    m1 = machines.start(None, None, args, env={"MODE": "hang"})
+    # MIN 2 reached: round 0 starts after the last call (30 s).
+    wait_for_files(machines.out, "rank_*_attempt_0.json", 2, timeout=120)
+    lost_pid = m1.pid
+    os.kill(m1.pid, signal.SIGKILL)
+    rc0, _, err0 = machines.finish(m0)
+    assert rc0 == 1, err0
+    assert "fewer than the minimum 2" in err0 and f"lost: " in err0
+    assert f"(pid {lost_pid})" in err0.split("lost: ")[-1], err0

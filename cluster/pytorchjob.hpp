@@ -1,0 +1,18 @@
+// Kubeflow's PyTorchJob: the PET_* variables its operator gives each pod, the ones torchrun
+// reads in place of its flags. Pure.
+#pragma once
+
+#include <optional>
+
+#include "cluster/detect.hpp"
+
+namespace xlaunch::cluster {
+
+/// Present when PET_NNODES is set: machines from PET_NNODES ("2", or "2:2"; an elastic
+/// "MIN:MAX" is a note, as is any value that is not a number), this pod's rank from
+/// PET_NODE_RANK (else RANK, the pod's index), machine 0 from PET_MASTER_ADDR (else
+/// MASTER_ADDR), its port from PET_MASTER_PORT (else MASTER_PORT), and a numeric
+/// PET_NPROC_PER_NODE as the workers per machine.
+std::optional<ClusterDetection> detect_pytorchjob(const Environment& env);
+
+}  // namespace xlaunch::cluster

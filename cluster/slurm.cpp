@@ -1,0 +1,121 @@
+#include "cluster/slurm.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "cluster/hostlist.hpp"
+#include "launcher/text.hpp"
+
+namespace xlaunch::cluster {
+
+using launcher::lookup;
+
+namespace {
+
+// The first of the variables that is set: the step's before the job's.
+std::optional<std::string> first_of(const Environment& env,
+                                    std::initializer_list<const char*> names, const char*& used) {
+  for (const char* name : names) {
+    if (auto value = lookup(env, name)) {
+      used = name;
+      return value;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<int> first_int(const Environment& env, std::initializer_list<const char*> names,
+                             ClusterDetection& found) {
+  for (const char* name : names) {
+    if (lookup(env, name)) return int_var(env, name, found);
+  }
+  return std::nullopt;
+}
+
+// Why this step has more than one launcher on a node (this one, or some node when the
+// per-node counts are missing); nullopt when it has one per node or does not say.
+std::optional<std::string> crowded_node(const Environment& env, int node, int nodes,
+                                        const std::string& where, ClusterDetection& found) {
+  const char* used = "";
+  if (auto text = first_of(env, {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}, used)) {
+    try {
+      std::vector<int> counts = expand_tasks_per_node(*text);
+      if (node < static_cast<int>(counts.size())) {
+        if (counts[node] < 2) return std::nullopt;
+        return fmt::format("srun started {} launchers on {} ({}={}), which would all be machine {}",
+                           counts[node], where, used, *text, node);
+      }
+    } catch (const std::invalid_argument& e) {
+      found.notes.push_back(fmt::format("{}: {}", used, e.what()));
+    }
+  }
+  for (const char* name : {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"}) {
+    if (!lookup(env, name)) continue;
+    auto tasks = int_var(env, name, found);
+    if (!tasks || *tasks <= nodes) return std::nullopt;
+    return fmt::format("srun started {} launchers on {} node{} ({}={}), more than one on some node",
+                       *tasks, nodes, nodes == 1 ? "" : "s", name, *tasks);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<int> expand_tasks_per_node(std::string_view text) {
+  std::vector<int> out;
+  for (std::string_view item : launcher::split(text, ',')) {
+    item = launcher::trim(item);
+    int count = 0;
+    int repeat = 1;
+    std::string_view count_text = item;
+    if (auto open = item.find("(x"); open != std::string_view::npos) {
+      if (item.back() != ')' ||
+          !launcher::parse_int(item.substr(open + 2, item.size() - open - 3), repeat) ||
+          repeat < 1 || repeat > 1'000'000) {
+        throw std::invalid_argument(fmt::format("'{}' is not COUNT(xREPEAT)", item));
+      }
+      count_text = item.substr(0, open);
+    }
+    if (!launcher::parse_int(count_text, count) || count < 0) {
+      throw std::invalid_argument(fmt::format("'{}' is not a task count", item));
+    }
+    out.insert(out.end(), static_cast<std::size_t>(repeat), count);
+  }
+  return out;
+}
+
+std::optional<ClusterDetection> detect_slurm(const Environment& env) {
+  if (!lookup(env, "SLURM_STEP_ID") && !lookup(env, "SLURM_STEPID")) return std::nullopt;
+  ClusterDetection found;
+  auto nodes = first_int(env, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES"}, found);
+  auto node = int_var(env, "SLURM_NODEID", found);
+  if (!nodes || !node) return std::nullopt;
+  found.scheduler = "SLURM";
+  found.settings.num_machines = *nodes;
+  found.settings.machine_rank = *node;
+
+  const char* used = "";
+  auto list = first_of(env, {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}, used);
+  std::vector<std::string> hosts;
+  if (list) {
+    try {
+      hosts = expand_hostlist(*list);
+      if (!hosts.empty()) found.settings.main_process_ip = hosts.front();
+    } catch (const std::invalid_argument& e) {
+      found.notes.push_back(fmt::format("{}: {}; give --main_process_ip", used, e.what()));
+    }
+  }
+
+  std::string where =
+      *node < static_cast<int>(hosts.size()) ? hosts[*node] : fmt::format("node {}", *node);
+  if (auto why = crowded_node(env, *node, *nodes, where, found)) {
+    found.refusal = *why;
+    found.hint =
+        "run one xlaunch per node: srun --ntasks-per-node=1 (xlaunch starts the workers; "
+        "give --nproc_per_node for how many per node)";
+  }
+  return found;
+}
+
+}  // namespace xlaunch::cluster
