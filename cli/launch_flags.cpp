@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 
 #include "config/env_settings.hpp"
@@ -267,6 +268,9 @@ void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
 }
 
 config::Settings resolve_launch_settings(const LaunchFlags& flags) {
+  // A closed console must not end the launcher while it prints a notice (the launch itself
+  // ignores SIGPIPE from its start on; workers get the default back).
+  ::signal(SIGPIPE, SIG_IGN);
   const config::Getenv getenv = config::process_environment();
   config::Resolved resolved = config::resolve(flags.settings, flags.config_file, getenv);
   for (const std::string& notice : resolved.notices) {

@@ -425,3 +425,17 @@ def test_launch_only_flags_are_refused_by_xlaunch_test(xlaunch_bin, tmp_path):
                        env=isolated_env(tmp_path), timeout=60)
     assert r.returncode == 2
     assert "--dry_run belongs to 'xlaunch launch'" in r.stderr
+
+
+def test_a_warning_to_a_closed_stderr_does_not_end_the_launch(xlaunch_bin, tmp_path):
+    (tmp_path / "ok.py").write_text("open('ran', 'w').write('yes')\n")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody reads stderr: a write raises SIGPIPE unless it is ignored
+    try:
+        r = subprocess.run([xlaunch_bin, "launch", "--python", sys.executable, "ok.py"],
+                           stdout=subprocess.DEVNULL, stderr=write_end, cwd=tmp_path,
+                           env=isolated_env(tmp_path, XLAUNCH_NUM_PROCESSS="2"), timeout=60)
+    finally:
+        os.close(write_end)
+    assert r.returncode == 0
+    assert (tmp_path / "ran").read_text() == "yes"
