@@ -220,7 +220,7 @@ int launch(const LaunchRequest& request) {
     StopSignalsHeld held;
     store->start();
   }
-  const std::string host = host_name();
+  const std::string host = settings.local_addr.value_or(host_name());  // torchrun's --local_addr
 
   std::unique_ptr<JoinBackend> agent;
   // Applies a round's membership: ranks, sizes and the job's run id on this machine.
@@ -282,6 +282,8 @@ int launch(const LaunchRequest& request) {
                         fmt::join(plan.argv, " ")));
   say("xlaunch: run {}: {}, store {}:{}{}\n", plan.run_id, describe_workers(plan), plan.master_addr,
       plan.master_port, files.keeps_output() ? fmt::format(", logs in {}", files.run_dir()) : "");
+  // What runs, interpreter resolved: the first thing to check when a worker misbehaves.
+  say("xlaunch: command: {}\n", fmt::join(plan.argv, " "));
   if (plan.local_world_size > 1 && omp_threads_defaulted(parent_env) &&
       !plan.accelerate.args.contains("num_cpu_threads_per_process")) {
     say("xlaunch: setting OMP_NUM_THREADS=1 for each worker (set it yourself to choose)\n");
@@ -361,7 +363,11 @@ int launch(const LaunchRequest& request) {
     }
   }
   if (summary.exit_code == exit_status::kSuccess) {
-    say("xlaunch: all {} workers finished successfully\n", plan.local_world_size);
+    if (plan.local_world_size == 1) {
+      say("xlaunch: the worker finished successfully\n");
+    } else {
+      say("xlaunch: all {} workers finished successfully\n", plan.local_world_size);
+    }
   } else if (job_failure) {
     say("xlaunch: exit code {}{}\n", summary.exit_code,
         files.keeps_output() ? fmt::format(" (logs: {})", files.run_dir()) : "");
