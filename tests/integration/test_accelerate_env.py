@@ -265,8 +265,8 @@ def test_accelerates_default_config_when_no_xlaunch_config(xlaunch_bin, plain_py
     assert len(envs) == 1 and "ACCELERATE_USE_FSDP" not in envs[0]
 
 
-def run_bad(xlaunch_bin, tmp_path, args):
-    env = isolated_env(tmp_path, HF_HOME=str(tmp_path / "hf"))
+def run_bad(xlaunch_bin, tmp_path, args, **extra_env):
+    env = isolated_env(tmp_path, HF_HOME=str(tmp_path / "hf"), **extra_env)
     (tmp_path / "train.py").write_text("raise SystemExit('the launch should have been refused')\n")
     return subprocess.run([xlaunch_bin, "launch", *args, "train.py"], capture_output=True,
                           text=True, env=env, cwd=tmp_path, timeout=60)
@@ -279,7 +279,9 @@ def test_mistakes_are_exit_2_with_the_reason(xlaunch_bin, tmp_path):
     assert r.returncode == 2 and "does not run on TPUs" in r.stderr
     r = run_bad(xlaunch_bin, tmp_path, ["--fsdp_version", "3"])
     assert r.returncode == 2 and "--fsdp_version: bad value '3'" in r.stderr
-    r = run_bad(xlaunch_bin, tmp_path, ["--use_fsdp", "--fsdp_sync_module_states", "false"])
+    # GPUs visible, so that the FSDP rule (not "no GPU for MULTI_GPU") is what refuses it.
+    r = run_bad(xlaunch_bin, tmp_path, ["--use_fsdp", "--fsdp_sync_module_states", "false"],
+                CUDA_VISIBLE_DEVICES="6,7")
     assert r.returncode == 2 and "fsdp_sync_module_states is false" in r.stderr
     bad = config(tmp_path, "distributed_type: FSDP\nfsdp_config:\n  fsdp_version: three\n")
     r = run_bad(xlaunch_bin, tmp_path, ["--config_file", bad])
