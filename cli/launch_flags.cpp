@@ -66,6 +66,15 @@ const KeyFlag kKeyFlags[] = {
     {"tee", "--tee", "Accepted for torchrun compatibility: console and files is the default",
      kSupervision},
     {"debug", "--debug", "Accepted for accelerate compatibility", kSupervision, true},
+    {"stall_timeout", "--stall_timeout",
+     "Report a stall after this many seconds without output, store traffic or CPU time "
+     "(default 300; 0: off)",
+     kSupervision},
+    {"on_stall", "--on_stall", "After a stall report: continue (default) or stop (exit 124)",
+     kSupervision},
+    {"python_stacks", "--python_stacks",
+     "true (default) or false: Python workers dump their stacks on request and on a crash",
+     kSupervision},
 };
 
 }  // namespace

@@ -48,6 +48,9 @@ Settings merge(const Settings& low, const Settings& high) {
   take(out.local_ranks_filter, high.local_ranks_filter);
   take(out.python, high.python);
   take(out.bind_addr, high.bind_addr);
+  take(out.stall_timeout, high.stall_timeout);
+  take(out.on_stall, high.on_stall);
+  take(out.python_stacks, high.python_stacks);
   return out;
 }
 

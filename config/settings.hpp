@@ -41,6 +41,10 @@ struct Settings {
   std::optional<std::string> local_ranks_filter;  // "0" or "0,2"
   std::optional<std::string> python;              // interpreter for .py programs
   std::optional<std::string> bind_addr;
+  // Stall detection and Python stacks (docs/diagnose.md).
+  std::optional<double> stall_timeout;  // seconds; 0 turns detection off
+  std::optional<std::string> on_stall;  // "continue" or "stop"
+  std::optional<bool> python_stacks;    // ship the faulthandler sitecustomize to Python workers
 };
 
 /// Field by field, `high` wins where it says something; otherwise `low` is kept.

@@ -245,6 +245,7 @@ int launch(const LaunchRequest& request) {
     else
       agent->begin_round(attempt, [&] { store->clear(); });
   };
+  if (store) hooks.store_clients = [&] { return store->clients(); };
   std::optional<FailureRecord> job_failure;
   MonitorStopper stopper;
   if (agent) {

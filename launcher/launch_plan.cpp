@@ -191,6 +191,15 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
   }
   if (s.tee)
     parse_std_spec("--tee", *s.tee, plan.local_world_size);  // validated; tee is the default
+
+  const double stall = s.stall_timeout.value_or(300.0);
+  if (!(stall >= 0) || !(stall <= config::kMaxSeconds)) {
+    throw UsageError(fmt::format("--stall_timeout must be 0 (off) to {:.0f} seconds (got {})",
+                                 config::kMaxSeconds, stall));
+  }
+  plan.stall_timeout = std::chrono::milliseconds(static_cast<long long>(stall * 1000));
+  plan.stop_on_stall = s.on_stall.value_or("continue") == "stop";
+  plan.python_stacks = s.python_stacks.value_or(true);
   return plan;
 }
 

@@ -38,6 +38,10 @@ struct LaunchPlan {
   std::chrono::milliseconds term_timeout{10'000};
   std::optional<std::set<int>> console_ranks;   // local ranks shown; nullopt: all
   std::vector<ConsoleStreams> console_streams;  // per local rank
+  // Diagnosis (docs/diagnose.md).
+  std::chrono::milliseconds stall_timeout{300'000};  // 0: no stall detection
+  bool stop_on_stall = false;
+  bool python_stacks = true;
 };
 
 /// Builds the plan from the merged settings, the worker argv and the GPUs the launcher

@@ -1,0 +1,44 @@
+// How `xlaunch stacks [RUN_ID]` finds a running launcher: each launcher writes its pid to
+// <runtime>/<run_id>.pid while it supervises workers, and the grouped stacks it dumps to
+// <runtime>/<run_id>.stacks. <runtime> is $XDG_RUNTIME_DIR/xlaunch when that is set, else
+// /tmp/xlaunch-<uid>.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/environment.hpp"
+
+namespace xlaunch::launcher {
+
+/// The folder (pure).
+std::string registry_dir(const Environment& env, unsigned uid);
+
+/// A live launcher's entry.
+struct RunningLauncher {
+  std::string run_id;
+  long pid = 0;
+};
+
+/// Writes <dir>/<run_id>.pid (atomically) and removes it on destruction.
+class LauncherRegistration {
+ public:
+  LauncherRegistration(std::string dir, std::string run_id);
+  ~LauncherRegistration();
+  LauncherRegistration(const LauncherRegistration&) = delete;
+  LauncherRegistration& operator=(const LauncherRegistration&) = delete;
+  /// Writes the grouped stacks text for `xlaunch stacks` to read (atomically).
+  void publish_stacks(const std::string& text) const;
+  std::string stacks_path() const { return dir_ + "/" + run_id_ + ".stacks"; }
+
+ private:
+  std::string dir_;
+  std::string run_id_;
+  bool written_ = false;
+};
+
+/// The launchers registered in `dir` whose process is alive.
+std::vector<RunningLauncher> running_launchers(const std::string& dir);
+
+}  // namespace xlaunch::launcher
