@@ -4,6 +4,7 @@
 // /tmp/xlaunch-<uid>.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,5 +41,11 @@ class LauncherRegistration {
 
 /// The launchers registered in `dir` whose process is alive.
 std::vector<RunningLauncher> running_launchers(const std::string& dir);
+
+/// `xlaunch stacks [RUN_ID]`: sends SIGUSR1 to the launcher of RUN_ID (or the only one
+/// running), waits up to `wait` for the stacks it dumps and prints them. Returns the exit
+/// code: 0; 1 when none answered; 2 when no launcher matches or several do without RUN_ID.
+int ask_for_stacks(const std::string& dir, const std::optional<std::string>& run_id,
+                   std::chrono::milliseconds wait);
 
 }  // namespace xlaunch::launcher

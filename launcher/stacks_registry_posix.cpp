@@ -1,10 +1,14 @@
 #include <dirent.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "config/atomic_write.hpp"
 #include "launcher/stacks_registry.hpp"
@@ -53,6 +57,51 @@ std::vector<RunningLauncher> running_launchers(const std::string& dir) {
   }
   ::closedir(d);
   return out;
+}
+
+int ask_for_stacks(const std::string& dir, const std::optional<std::string>& run_id,
+                   std::chrono::milliseconds wait) {
+  std::vector<RunningLauncher> all = running_launchers(dir);
+  std::vector<RunningLauncher> match;
+  for (const RunningLauncher& l : all) {
+    if (!run_id || l.run_id == *run_id) match.push_back(l);
+  }
+  if (match.size() != 1) {
+    if (match.empty()) {
+      fmt::print(stderr, "xlaunch stacks: no running launcher{} (looked in {})\n",
+                 run_id ? " with run id " + *run_id : "", dir);
+    } else {
+      fmt::print(stderr, "xlaunch stacks: {} launchers are running; name one:\n", match.size());
+    }
+    for (const RunningLauncher& l : all) {
+      fmt::print(stderr, "  xlaunch stacks {}    (pid {})\n", l.run_id, l.pid);
+    }
+    return 2;
+  }
+  const RunningLauncher& l = match.front();
+  const std::string path = dir + "/" + l.run_id + ".stacks";
+  struct stat before {};
+  const bool had = ::stat(path.c_str(), &before) == 0;
+  if (::kill(static_cast<pid_t>(l.pid), SIGUSR1) != 0) {
+    fmt::print(stderr, "xlaunch stacks: cannot signal pid {}: {}\n", l.pid, std::strerror(errno));
+    return 1;
+  }
+  // The launcher replaces the file (a new inode) once every rank answered.
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    struct stat now {};
+    if (::stat(path.c_str(), &now) == 0 && (!had || now.st_ino != before.st_ino)) {
+      std::ifstream in(path);
+      std::ostringstream text;
+      text << in.rdbuf();
+      fmt::print("{}", text.str());
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  fmt::print(stderr, "xlaunch stacks: launcher {} (pid {}) did not answer within {}s\n", l.run_id,
+             l.pid, wait.count() / 1000);
+  return 1;
 }
 
 }  // namespace xlaunch::launcher
