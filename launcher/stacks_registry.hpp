@@ -32,6 +32,10 @@ class LauncherRegistration {
   /// Writes the grouped stacks text for `xlaunch stacks` to read (atomically).
   void publish_stacks(const std::string& text) const;
   std::string stacks_path() const { return dir_ + "/" + run_id_ + ".stacks"; }
+  /// The request files of `xlaunch stacks` commands waiting now (<run_id>.want.<pid>); a
+  /// dump that starts after a request answers it by removing its file (answer()).
+  std::vector<std::string> requests() const;
+  void answer(const std::vector<std::string>& requests) const;
 
  private:
   std::string dir_;
@@ -43,8 +47,8 @@ class LauncherRegistration {
 std::vector<RunningLauncher> running_launchers(const std::string& dir);
 
 /// `xlaunch stacks [RUN_ID]`: sends SIGUSR1 to the launcher of RUN_ID (or the only one
-/// running), waits up to `wait` for the stacks it dumps and prints them. Returns the exit
-/// code: 0; 1 when none answered; 2 when no launcher matches or several do without RUN_ID.
+/// running), waits up to `wait` for a dump that began after the request and prints it. Returns the
+/// exit code: 0; 1 when none answered; 2 when no launcher matches or several do without RUN_ID.
 int ask_for_stacks(const std::string& dir, const std::optional<std::string>& run_id,
                    std::chrono::milliseconds wait);
 

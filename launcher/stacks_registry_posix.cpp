@@ -41,6 +41,22 @@ void LauncherRegistration::publish_stacks(const std::string& text) const {
   }
 }
 
+std::vector<std::string> LauncherRegistration::requests() const {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir_.c_str());
+  if (!d) return out;
+  const std::string prefix = run_id_ + ".want.";
+  while (dirent* e = ::readdir(d)) {
+    if (std::string(e->d_name).rfind(prefix, 0) == 0) out.push_back(dir_ + "/" + e->d_name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+void LauncherRegistration::answer(const std::vector<std::string>& requests) const {
+  for (const std::string& path : requests) ::unlink(path.c_str());
+}
+
 std::vector<RunningLauncher> running_launchers(const std::string& dir) {
   std::vector<RunningLauncher> out;
   DIR* d = ::opendir(dir.c_str());
@@ -80,17 +96,23 @@ int ask_for_stacks(const std::string& dir, const std::optional<std::string>& run
   }
   const RunningLauncher& l = match.front();
   const std::string path = dir + "/" + l.run_id + ".stacks";
-  struct stat before {};
-  const bool had = ::stat(path.c_str(), &before) == 0;
-  if (::kill(static_cast<pid_t>(l.pid), SIGUSR1) != 0) {
-    fmt::print(stderr, "xlaunch stacks: cannot signal pid {}: {}\n", l.pid, std::strerror(errno));
+  // The launcher removes this file once a dump that started after it was published.
+  const std::string want = fmt::format("{}/{}.want.{}", dir, l.run_id, ::getpid());
+  try {
+    config::atomic_write(want, "");
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "xlaunch stacks: {}\n", e.what());
     return 1;
   }
-  // The launcher replaces the file (a new inode) once every rank answered.
+  if (::kill(static_cast<pid_t>(l.pid), SIGUSR1) != 0) {
+    fmt::print(stderr, "xlaunch stacks: cannot signal pid {}: {}\n", l.pid, std::strerror(errno));
+    ::unlink(want.c_str());
+    return 1;
+  }
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (std::chrono::steady_clock::now() < deadline) {
     struct stat now {};
-    if (::stat(path.c_str(), &now) == 0 && (!had || now.st_ino != before.st_ino)) {
+    if (::stat(want.c_str(), &now) != 0) {
       std::ifstream in(path);
       std::ostringstream text;
       text << in.rdbuf();
@@ -99,6 +121,7 @@ int ask_for_stacks(const std::string& dir, const std::optional<std::string>& run
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  ::unlink(want.c_str());
   fmt::print(stderr, "xlaunch stacks: launcher {} (pid {}) did not answer within {}s\n", l.run_id,
              l.pid, wait.count() / 1000);
   return 1;

@@ -84,6 +84,7 @@ struct StallMonitor::Impl {
   std::optional<StallDetector> detector;
   bool active = false;
   bool collecting = false;
+  bool dump_again = false;  // a request came while a dump was being collected
   std::optional<std::string> last_stall_json;
 
   Impl(asio::io_context& i, const LaunchPlan& p, RunFiles& f, StoreClients s, StallMonitor* m)
@@ -297,6 +298,10 @@ struct StallMonitor::Impl {
       }
       collecting = false;
       done(std::move(*result));
+      if (dump_again && active) {
+        dump_again = false;
+        dump_on_request();
+      }
       return;
     }
     dump_timer.expires_after(kDumpPoll);
@@ -311,13 +316,18 @@ struct StallMonitor::Impl {
   }
 
   void dump_on_request() {
-    if (collecting) return;
-    collect_stacks([this](std::vector<RankStacks> stacks) {
+    if (collecting) {
+      dump_again = true;
+      return;
+    }
+    auto requests = registration->requests();  // answered by this dump
+    collect_stacks([this, requests](std::vector<RankStacks> stacks) {
       const std::string text = "xlaunch: Python stacks of every rank, identical ones once:\n" +
                                format_stack_groups(group_stacks(stacks), "xlaunch:   ");
       say("{}", text);
       files.log(text);
       registration->publish_stacks(text);
+      registration->answer(requests);
     });
   }
 
@@ -375,6 +385,7 @@ void StallMonitor::begin_attempt(int) {
   s.ranks.clear();
   s.active = true;
   s.collecting = false;
+  s.dump_again = false;
   s.detector.reset();
   if (s.plan.stall_timeout.count() > 0) s.detector.emplace(s.plan.stall_timeout);
   s.arm_tick();
