@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <filesystem>
@@ -63,6 +64,7 @@ struct RankInfo {
   std::vector<std::string> connecting;
   int dial_ticks = 0;
   bool dial_reported = false;
+  std::optional<std::string> dial_target;  // where it dials instead of the store
 };
 
 }  // namespace
@@ -95,6 +97,11 @@ struct StallMonitor::Impl {
   }
 
   ~Impl() {
+    // Once nobody dumps stacks, a late SIGUSR1 must not end the launcher (its default
+    // action) while it writes the summary.
+    boost::system::error_code ec_ignored;
+    usr1.clear(ec_ignored);
+    ::signal(SIGUSR1, SIG_IGN);
     if (temp_dir.empty()) return;
     std::error_code ec;
     std::filesystem::remove_all(temp_dir, ec);
@@ -210,8 +217,9 @@ struct StallMonitor::Impl {
   }
 
   void check_dialing(RankInfo& r, bool to_store, int unlisted) {
-    if (to_store || r.dial_reported) {
+    if (to_store) {
       r.dial_ticks = 0;
+      r.dial_target.reset();
       return;
     }
     DialEvidence e;
@@ -223,11 +231,12 @@ struct StallMonitor::Impl {
       if (!script->second.empty()) e.script_port = script->second;
     }
     const auto target = wrong_target(e, plan.master_addr, plan.master_port);
+    r.dial_target = target;
     if (!target) {
       r.dial_ticks = 0;
       return;
     }
-    if (++r.dial_ticks < kDialTicks) return;
+    if (++r.dial_ticks < kDialTicks || r.dial_reported) return;
     r.dial_reported = true;
     const std::string text = wrong_address_message(
         r.rank, *target, plan.master_addr, plan.master_port, e.script_addr || e.script_port);
@@ -342,6 +351,11 @@ struct StallMonitor::Impl {
     s.last_output = r.last_output;
     s.waiting_keys = r.waiting_keys;
     s.dialing = r.connecting;
+    // A refused connect has no SYN_SENT row: the target found by the dial check.
+    if (r.dial_target &&
+        std::find(s.dialing.begin(), s.dialing.end(), *r.dial_target) == s.dialing.end()) {
+      s.dialing.push_back(*r.dial_target);
+    }
     if (detector) s.cpu_seconds = detector->cpu_in_window(r.rank);
     return s;
   }
@@ -412,6 +426,7 @@ void StallMonitor::on_output(int local_rank, std::string_view line) {
 void StallMonitor::on_end(int local_rank, std::string description) {
   RankInfo& r = impl_->ranks[local_rank];
   r.alive = false;
+  r.dial_target.reset();
   r.ended = std::move(description);
   r.ended_at = Clock::now();
 }

@@ -188,7 +188,7 @@ def test_script_that_sets_its_own_master_port_is_diagnosed(xlaunch_bin, torch_py
     script = tmp_path / "dial.py"
     script.write_text(DIAL)
     wrong = free_port()
-    proc = start(xlaunch_bin, ["--num_processes", "2", str(script)],
+    proc = start(xlaunch_bin, ["--num_processes", "2", "--stall_timeout", "5", str(script)],
                  env={"WRONG_PORT": str(wrong)}, python=torch_python)
     lines = []
     try:
@@ -198,7 +198,9 @@ def test_script_that_sets_its_own_master_port_is_diagnosed(xlaunch_bin, torch_py
             if not line:
                 break
             lines.append(line)
-            if sum("keeps dialing" in x for x in lines) == 2:
+            # Both ranks named, then the stall report (retrying a refused connect is no
+            # progress) that shows where each dials.
+            if sum(f"connecting to 127.0.0.1:{wrong}" in x for x in lines) == 2:
                 break
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -211,4 +213,5 @@ def test_script_that_sets_its_own_master_port_is_diagnosed(xlaunch_bin, torch_py
                 "and has not heard from it (the script sets MASTER_ADDR/MASTER_PORT itself)"
                 in text), text
     assert f"--main_process_port {wrong}" in text
+    assert "xlaunch: stall:" in text
     assert "fix: let xlaunch set MASTER_ADDR and MASTER_PORT" in text

@@ -97,7 +97,7 @@ def test_quiet_but_busy_worker_is_not_a_stall(xlaunch_bin, plain_python, tmp_pat
     script = tmp_path / "busy.py"
     script.write_text(BUSY)
     logs = tmp_path / "logs"
-    r = launch(xlaunch_bin, ["--num_processes", "2", "--stall_timeout", "2", "--log_dir",
+    r = launch(xlaunch_bin, ["--num_processes", "2", "--stall_timeout", "4", "--log_dir",
                              str(logs), str(script)], python=plain_python, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "stall" not in r.stderr, r.stderr
