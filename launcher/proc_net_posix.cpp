@@ -48,10 +48,9 @@ void add_sockets(long pid, std::set<unsigned long>& into) {
 
 }  // namespace
 
-TreeSample sample_tree(long root) {
-  TreeSample sample;
+std::vector<TreeSample> sample_trees(const std::vector<long>& roots) {
   static const double kTicks = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  // One pass over /proc: every process's parent, to walk down from the root.
+  // One pass over /proc: every process's parent, to walk down from each root.
   std::unordered_map<long, std::vector<long>> children;
   std::unordered_map<long, ProcStat> stats;
   for (long pid : numeric_entries("/proc")) {
@@ -60,21 +59,25 @@ TreeSample sample_tree(long root) {
     children[stat->ppid].push_back(pid);
     stats[pid] = *stat;
   }
-  auto root_stat = stats.find(root);
-  if (root_stat == stats.end() || root_stat->second.state == 'Z') return sample;
-  sample.alive = true;
-  std::vector<long> todo{root};
-  while (!todo.empty()) {
-    const long pid = todo.back();
-    todo.pop_back();
-    const ProcStat& s = stats[pid];
-    if (s.state == 'Z') continue;
-    sample.pids.push_back(pid);
-    sample.cpu_seconds += static_cast<double>(s.cpu_ticks) / kTicks;
-    add_sockets(pid, sample.socket_inodes);
-    for (long child : children[pid]) todo.push_back(child);
+  std::vector<TreeSample> out;
+  for (long root : roots) {
+    TreeSample& sample = out.emplace_back();
+    auto root_stat = stats.find(root);
+    if (root_stat == stats.end() || root_stat->second.state == 'Z') continue;
+    sample.alive = true;
+    std::vector<long> todo{root};
+    while (!todo.empty()) {
+      const long pid = todo.back();
+      todo.pop_back();
+      const ProcStat& s = stats[pid];
+      if (s.state == 'Z') continue;
+      sample.pids.push_back(pid);
+      sample.cpu_seconds += static_cast<double>(s.cpu_ticks) / kTicks;
+      add_sockets(pid, sample.socket_inodes);
+      for (long child : children[pid]) todo.push_back(child);
+    }
   }
-  return sample;
+  return out;
 }
 
 SocketTables read_socket_tables(long pid) {

@@ -16,8 +16,8 @@ struct TreeSample {
   std::set<unsigned long> socket_inodes;  // sockets any of them holds
 };
 
-/// The process `root` and its descendants now.
-TreeSample sample_tree(long root);
+/// Each root process and its descendants now (one pass over /proc for all of them).
+std::vector<TreeSample> sample_trees(const std::vector<long>& roots);
 
 /// The socket tables of `pid`'s network namespace: TCP and UDP rows, and every inode any
 /// table lists (TCP, UDP, unix), so that a socket listed nowhere (a connect that failed and

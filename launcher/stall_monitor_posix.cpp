@@ -169,12 +169,18 @@ struct StallMonitor::Impl {
     for (const auto& c : clients) by_port[c.peer_port] = &c;
     std::optional<SocketTables> tables;
     std::vector<RankActivity> activity;
+    std::vector<long> roots;
+    for (auto& [local, r] : ranks) {
+      if (r.started && r.alive) roots.push_back(r.pid);
+    }
+    const std::vector<TreeSample> trees = sample_trees(roots);
+    std::size_t next = 0;
     for (auto& [local, r] : ranks) {
       if (!r.started) continue;
       r.waiting_keys.clear();
       r.connecting.clear();
       if (r.alive) {
-        const TreeSample tree = sample_tree(r.pid);
+        const TreeSample& tree = trees[next++];
         if (tree.alive) {
           r.cpu_seconds = tree.cpu_seconds;
           if (!tables) tables = read_socket_tables(r.pid);
