@@ -19,6 +19,9 @@ void add_store_command(CLI::App& app, Action& run);
 /// `xlaunch stacks [RUN_ID]`: a running job's Python stacks (cli/stacks_command.cpp).
 void add_stacks_command(CLI::App& app, Action& run);
 
+/// `xlaunch report RUN_DIR`: the run's picture as HTML (cli/report_command.cpp).
+void add_report_command(CLI::App& app, Action& run);
+
 /// `xlaunch env`: what a bug report needs (cli/env_command.cpp).
 void add_env_command(CLI::App& app, Action& run);
 

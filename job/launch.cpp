@@ -16,6 +16,7 @@
 #include "launcher/devices.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/exit_status.hpp"
+#include "launcher/gpu_watch.hpp"
 #include "launcher/launch_error.hpp"
 #include "launcher/launch_plan.hpp"
 #include "launcher/process.hpp"
@@ -23,6 +24,7 @@
 #include "launcher/worker_env.hpp"
 #include "rendezvous/store_error.hpp"
 #include "rendezvous/store_server.hpp"
+#include "report/run_report.hpp"
 
 namespace xlaunch::job {
 
@@ -262,6 +264,10 @@ int launch(const LaunchRequest& request) {
     });
     stopper.agent = agent.get();
   }
+  // GPU use: sampled while the job runs, summed up at its end.
+  WorkerPids worker_pids;
+  hooks.on_worker_started = [&](int, int rank, long pid) { worker_pids.add(pid, rank); };
+  std::unique_ptr<GpuWatch> gpu_watch = GpuWatch::start(plan, nvml, files, worker_pids);
   RunSummary summary;
   try {
     summary = supervisor.run(hooks);
@@ -276,6 +282,7 @@ int launch(const LaunchRequest& request) {
   if (store) store->stop();
   supervising.reset();
   ignore_stop_signals();
+  if (gpu_watch) gpu_watch->finish(files);
 
   if (summary.exit_code != exit_status::kSuccess) files.keep();
   try {
@@ -284,6 +291,13 @@ int launch(const LaunchRequest& request) {
     say("xlaunch: warning: could not write summary.json: {}\n", e.what());
   }
   files.log(fmt::format("exit code {}", summary.exit_code));
+  if (files.keeps_output()) {  // the run's picture, beside its logs
+    try {
+      say("xlaunch: report: {}\n", report::write_run_report(files.run_dir()));
+    } catch (const std::exception& e) {
+      say("xlaunch: warning: could not write report.html: {}\n", e.what());
+    }
+  }
   if (summary.exit_code == exit_status::kSuccess) {
     say("xlaunch: all {} workers finished successfully\n", plan.local_world_size);
   } else if (job_failure) {

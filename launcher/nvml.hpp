@@ -1,7 +1,10 @@
-// GPU discovery through NVML, loaded with dlopen so xlaunch links no GPU library.
+// GPU discovery and sampling through NVML, loaded with dlopen so xlaunch links no GPU
+// library. XLAUNCH_NVML_LIBRARY names another library to load instead of
+// libnvidia-ml.so.1 (a driver outside the loader's path, or the tests' fake NVML).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,8 +25,40 @@ struct NvmlReport {
   std::string driver_version;
 };
 
-/// Every GPU NVML sees, ignoring CUDA_VISIBLE_DEVICES. nullopt when libnvidia-ml.so.1 is
+/// Every GPU NVML sees, ignoring CUDA_VISIBLE_DEVICES. nullopt when the NVML library is
 /// absent or fails to initialise (no driver): callers then fall back to the environment.
 std::optional<NvmlReport> query_nvml();
+
+/// A process holding memory on a GPU, as NVML lists it.
+struct GpuProcess {
+  long pid = 0;
+  std::uint64_t used_bytes = 0;  // 0 when NVML cannot tell (e.g. inside a container)
+};
+
+/// One reading of one GPU.
+struct GpuReading {
+  unsigned utilization = 0;  // percent of the last sample period a kernel ran
+  std::uint64_t memory_used = 0;
+  std::uint64_t memory_total = 0;
+  std::vector<GpuProcess> processes;  // compute processes
+};
+
+/// NVML kept open for repeated readings (the sampler's thread). Not thread-safe.
+class NvmlSession {
+ public:
+  /// nullptr when the library is absent, lacks a function or fails to initialise.
+  static std::unique_ptr<NvmlSession> open();
+  ~NvmlSession();
+  NvmlSession(const NvmlSession&) = delete;
+  NvmlSession& operator=(const NvmlSession&) = delete;
+
+  /// nullopt when NVML has no such device or fails to read it.
+  std::optional<GpuReading> read(unsigned index);
+
+ private:
+  struct Impl;
+  explicit NvmlSession(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace xlaunch::launcher

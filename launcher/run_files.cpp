@@ -95,6 +95,7 @@ void RunFiles::remove_created() const {
     ::unlink((*it + "/error.json").c_str());
     ::rmdir(it->c_str());
   }
+  for (const std::string& file : owned_files_) ::unlink(file.c_str());
   ::rmdir(run_dir_.c_str());  // fails, harmlessly, when a worker left something else
 }
 
@@ -125,6 +126,16 @@ void RunFiles::log(std::string_view line) {
 void RunFiles::write_summary(std::string_view json) const {
   if (!keep_output_) return;
   config::atomic_write(run_dir_ + "/summary.json", json);
+}
+
+std::string RunFiles::own_file(std::string_view name) {
+  owned_files_.push_back(fmt::format("{}/{}", run_dir_, name));
+  return owned_files_.back();
+}
+
+void RunFiles::write_file(std::string_view name, std::string_view content) const {
+  if (!keep_output_) return;
+  config::atomic_write(fmt::format("{}/{}", run_dir_, name), content);
 }
 
 std::optional<std::string> read_file(const std::string& path) {

@@ -34,6 +34,11 @@ class RunFiles {
   void log(std::string_view line);
   /// Writes summary.json atomically (no-op without --log_dir).
   void write_summary(std::string_view json) const;
+  /// The path of a file this run owns in its folder (gpu.csv); removed with the temporary
+  /// folder like the run's other files.
+  std::string own_file(std::string_view name);
+  /// Writes DIR/<name> atomically (no-op without --log_dir): activity.csv, report.html.
+  void write_file(std::string_view name, std::string_view content) const;
   /// Marks the run as failed: the temporary folder is then kept for its error files.
   void keep() { keep_temporary_ = true; }
 
@@ -44,6 +49,7 @@ class RunFiles {
 
   std::string run_dir_;
   std::vector<std::string> created_dirs_;  // below run_dir_, in creation order
+  std::vector<std::string> owned_files_;   // own_file()'s, in run_dir_
   bool keep_output_ = false;
   bool keep_temporary_ = false;
   int log_fd_ = -1;

@@ -18,6 +18,7 @@
 #include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/line_splitter.hpp"
+#include "launcher/output_activity.hpp"
 #include "launcher/process.hpp"
 #include "launcher/stall_monitor.hpp"
 #include "launcher/worker_env.hpp"
@@ -91,6 +92,7 @@ struct Supervisor::Impl {
   bool failure_published = false;
   std::unique_ptr<StallMonitor> monitor;  // stalls, stacks, wrong addresses (diagnose.md)
   bool stalled_stop = false;              // --on_stall stop stopped this attempt
+  OutputActivity activity;  // lines per rank per second, for the run's picture
 
   Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g)
       : plan(p), parent_env(env), files(f), host(std::move(h)), guardian(g) {
@@ -129,6 +131,7 @@ struct Supervisor::Impl {
   void on_piece(Worker& worker, Stream& stream, std::string_view text, char terminator) {
     if (text.empty() && terminator == '\r') return;  // tqdm starts each redraw with '\r'
     if (monitor) monitor->on_output(worker.outcome.local_rank, text);
+    activity.note(attempt, worker.outcome.rank, Clock::now());
     if (stream.is_stderr && !text.empty()) {
       worker.stderr_tail.emplace_back(text);
       if (worker.stderr_tail.size() > kStderrTailLines) worker.stderr_tail.pop_front();
@@ -239,6 +242,8 @@ struct Supervisor::Impl {
       worker.running = true;
       by_pid[worker.outcome.pid] = static_cast<std::size_t>(local_rank);
       if (monitor) monitor->on_start(local_rank, rank, worker.outcome.pid);
+      if (hooks && hooks->on_worker_started)
+        hooks->on_worker_started(attempt, rank, worker.outcome.pid);
       files.log(fmt::format("attempt {}: rank {} (local rank {}) started, pid {}", attempt, rank,
                             local_rank, worker.outcome.pid));
     } catch (const std::system_error& e) {
@@ -523,6 +528,11 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
     if (hooks.before_attempt) hooks.before_attempt(attempt);
     s.attempt = attempt;
     s.run_attempt(attempt);
+    try {
+      s.files.write_file("activity.csv", s.activity.csv());
+    } catch (const std::exception& e) {
+      s.files.log(fmt::format("could not write activity.csv: {}", e.what()));
+    }
     summary.stall_json = s.monitor->stall_json();
     for (int local_rank = 0; local_rank < s.plan.local_world_size; ++local_rank) {
       const WorkerOutcome& outcome = s.workers[local_rank].outcome;

@@ -34,6 +34,8 @@ class Supervisor {
     /// This machine's store clients, when it hosts the store: the stall report's store
     /// traffic and waits (docs/diagnose.md).
     std::function<std::vector<rendezvous::StoreServer::ClientInfo>()> store_clients;
+    /// On the loop thread, when a worker process was started (for the GPU sampler's pids).
+    std::function<void(int attempt, int rank, long pid)> on_worker_started;
   };
 
   /// `guardian` learns each worker's process group, and is never stopped as a leftover.

@@ -1,0 +1,33 @@
+// GPU use of one run: starts the sampler on the GPUs the plan selected and, at the end,
+// prints one line per GPU and the warnings (gpu_summary.hpp).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "launcher/gpu_sampler.hpp"
+#include "launcher/launch_plan.hpp"
+#include "launcher/nvml.hpp"
+#include "launcher/run_files.hpp"
+
+namespace xlaunch::launcher {
+
+class GpuWatch {
+ public:
+  /// nullptr for a CPU job, without NVML, or when no selected GPU maps to an NVML device
+  /// (MIG instances); the reason is logged. Samples into the run folder's gpu.csv.
+  static std::unique_ptr<GpuWatch> start(const LaunchPlan& plan,
+                                         const std::optional<NvmlReport>& nvml, RunFiles& files,
+                                         const WorkerPids& pids);
+  /// Stops sampling; prints and logs the per-GPU lines and warnings.
+  void finish(RunFiles& files);
+
+ private:
+  std::vector<unsigned> gpus_;
+  std::map<int, unsigned> gpu_of_rank_;
+  std::unique_ptr<GpuSampler> sampler_;
+};
+
+}  // namespace xlaunch::launcher

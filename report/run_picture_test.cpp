@@ -1,0 +1,88 @@
+#include "report/run_picture.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace xlaunch::report;
+
+namespace {
+
+const char* kSummary = R"({
+  "run_id": "r1", "host": "h", "world_size": 2, "exit_code": 3, "interrupted_by": null,
+  "workers": [
+    {"rank": 0, "local_rank": 0, "attempt": 0, "pid": 10, "exit_code": null, "signal": 15,
+     "signal_name": "SIGTERM", "stopped_by_launcher": true, "start": "2026-11-21T23:05:01.123Z",
+     "end": "2026-11-21T23:05:03.000Z"},
+    {"rank": 1, "local_rank": 1, "attempt": 0, "pid": 11, "exit_code": 3, "signal": null,
+     "signal_name": null, "stopped_by_launcher": false, "start": "2026-11-21T23:05:01.200Z",
+     "end": "2026-11-21T23:05:02.500Z"},
+    {"rank": 1, "local_rank": 1, "attempt": 1, "pid": 12, "exit_code": 3, "signal": null,
+     "signal_name": null, "stopped_by_launcher": false, "start": "2026-11-21T23:05:04.000Z",
+     "end": null}
+  ],
+  "not_started": [],
+  "root_cause": {"rank": 1, "local_rank": 1, "attempt": 1, "host": "h",
+                 "description": "exited with code 3", "error_file": null, "stderr_tail": []}
+})";
+
+}  // namespace
+
+TEST_CASE("ISO times parse to epoch milliseconds") {
+  CHECK(parse_iso_ms("1970-01-01T00:00:00.000Z") == 0);
+  CHECK(parse_iso_ms("1970-01-02T00:00:01.5Z") == 86401500);
+  CHECK(parse_iso_ms("2000-03-01T00:00:00Z") == 951868800000);
+  CHECK_FALSE(parse_iso_ms("2000-13-01T00:00:00Z"));
+  CHECK_FALSE(parse_iso_ms("yesterday"));
+}
+
+TEST_CASE("summary.json, activity.csv and gpu.csv make the picture") {
+  const RunPicture p =
+      parse_run_picture(kSummary, "attempt,rank,unix_second,lines\n0,1,100,7\nbad\n",
+                        "unix_ms,gpu,utilization,memory_used,memory_total,processes\n"
+                        "5,0,97,1,2,\n");
+  CHECK(p.run_id == "r1");
+  CHECK(p.exit_code == 3);
+  REQUIRE(p.spans.size() == 3);
+  CHECK(p.spans[0].signal_name == "SIGTERM");
+  CHECK(p.spans[0].stopped_by_launcher);
+  CHECK(p.spans[0].start_ms == *parse_iso_ms("2026-11-21T23:05:01.123Z"));
+  CHECK_FALSE(p.spans[1].root_cause);  // the root cause is attempt 1's
+  CHECK(p.spans[2].root_cause);
+  CHECK_FALSE(p.spans[2].end_ms);
+  CHECK(p.root_cause == "rank 1 exited with code 3 (attempt 1)");
+  REQUIRE(p.activity.size() == 1);
+  CHECK(p.activity[0].lines == 7);
+  REQUIRE(p.gpu.size() == 1);
+  CHECK(p.stalls.empty());  // no stall field: fine
+}
+
+TEST_CASE("a stall field is read in the shapes it may take, and ignored otherwise") {
+  auto with_stall = [](const std::string& stall) {
+    std::string s = kSummary;
+    s.insert(s.rfind('}'), ", \"stall\": " + stall);
+    return parse_run_picture(s, "", "");
+  };
+  auto p =
+      with_stall(R"({"start": "2026-11-21T23:05:05.000Z", "end": "2026-11-21T23:05:10.000Z"})");
+  REQUIRE(p.stalls.size() == 1);
+  CHECK(p.stalls[0].end_ms - p.stalls[0].start_ms == 5000);
+  p = with_stall(R"([{"detected_at": "2026-11-21T23:05:10.000Z", "timeout_s": 3}])");
+  REQUIRE(p.stalls.size() == 1);
+  CHECK(p.stalls[0].end_ms - p.stalls[0].start_ms == 3000);
+  // The shape xlaunch's stall report writes (docs/diagnose.md).
+  p = with_stall(R"({"at": "2026-11-21T23:05:10.000Z", "window_seconds": 4.0,
+                     "odd_one_out": "rank 1", "ranks": [], "stacks": []})");
+  REQUIRE(p.stalls.size() == 1);
+  CHECK(p.stalls[0].start_ms == *parse_iso_ms("2026-11-21T23:05:06.000Z"));
+  CHECK(p.stalls[0].note == "no progress for 4s; odd one out: rank 1");
+  CHECK(with_stall("\"weird\"").stalls.empty());
+  CHECK(with_stall(R"({"ranks": [1]})").stalls.empty());
+  CHECK(with_stall("null").stalls.empty());
+}
+
+TEST_CASE("a broken summary.json is an error that says what is wrong") {
+  CHECK_THROWS_WITH(parse_run_picture("{\"workers\": [", "", ""),
+                    Catch::Contains("not valid JSON"));
+  CHECK_THROWS_WITH(parse_run_picture("{}", "", ""), Catch::Contains("no \"workers\" list"));
+  CHECK_THROWS_WITH(parse_run_picture(R"({"workers": [{"rank": 0}]})", "", ""),
+                    Catch::Contains("workers[0] lacks a rank or a start time"));
+}
