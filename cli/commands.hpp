@@ -16,6 +16,9 @@ void add_config_command(CLI::App& app, Action& run);
 /// `xlaunch store serve`: the rendezvous store on its own (cli/store_command.cpp).
 void add_store_command(CLI::App& app, Action& run);
 
+/// `xlaunch stacks [RUN_ID]`: a running job's Python stacks (cli/stacks_command.cpp).
+void add_stacks_command(CLI::App& app, Action& run);
+
 /// `xlaunch report RUN_DIR`: the run's picture as HTML (cli/report_command.cpp).
 void add_report_command(CLI::App& app, Action& run);
 

@@ -110,6 +110,15 @@ const KeyFlag kKeyFlags[] = {
      "node, socket, exclusive or core-complex: accepted, not applied (no NUMA binding)",
      kSupervision, "MODE"},
     {"debug", "--debug", "Accepted for accelerate compatibility", kSupervision, "", true},
+    {"stall_timeout", "--stall_timeout",
+     "Report a stall after this many seconds without output, store traffic or CPU time "
+     "(default 300; 0: off)",
+     kSupervision, "FLOAT"},
+    {"on_stall", "--on_stall", "After a stall report: continue (default) or stop (exit 124)",
+     kSupervision, "continue|stop"},
+    {"python_stacks", "--python_stacks",
+     "true (default) or false: Python workers dump their stacks on request and on a crash",
+     kSupervision, "BOOL"},
 };
 
 // torchrun's flags that change nothing under xlaunch, with why (also in docs/launch.md).

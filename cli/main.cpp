@@ -29,6 +29,7 @@ int dispatch(int argc, char** argv) {
   cli::add_store_command(app, run);
   cli::add_test_command(app, run);
   cli::add_env_command(app, run);
+  cli::add_stacks_command(app, run);
   cli::add_report_command(app, run);
 
   try {

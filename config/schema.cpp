@@ -372,6 +372,17 @@ std::vector<KeySpec> build_schema() {
                           "accepted for torchrun compatibility; xlaunch does not bind to NUMA "
                           "nodes",
                           parse_numa_binding));
+  // Diagnosis (docs/diagnose.md).
+  keys.push_back(seconds_key("stall_timeout", &Settings::stall_timeout, true,
+                             "seconds >= 0 and <= 1000000 (0: off)",
+                             "report a stall after this long without output, store traffic or "
+                             "CPU time"));
+  keys.push_back(text_key("on_stall", &Settings::on_stall, ValueKind::Choice, "continue, stop",
+                          "what a stall does after its report", [](std::string_view t) {
+                            return one_of(t, {"continue", "stop"});
+                          }));
+  keys.push_back(bool_key("python_stacks", &Settings::python_stacks,
+                          "let xlaunch dump Python workers' stacks (faulthandler)"));
   return keys;
 }
 

@@ -73,6 +73,9 @@ Settings merge(const Settings& low, const Settings& high) {
   take(out.signals_to_handle, high.signals_to_handle);
   take(out.virtual_local_rank, high.virtual_local_rank);
   take(out.numa_binding, high.numa_binding);
+  take(out.stall_timeout, high.stall_timeout);
+  take(out.on_stall, high.on_stall);
+  take(out.python_stacks, high.python_stacks);
   return out;
 }
 

@@ -64,6 +64,10 @@ struct Settings {
   std::optional<std::string> signals_to_handle;  // "SIGTERM,SIGINT,..." as normalised
   std::optional<bool> virtual_local_rank;        // LOCAL_RANK=0, one GPU visible per worker
   std::optional<std::string> numa_binding;       // accepted, checked, not applied
+  // Stall detection and Python stacks (docs/diagnose.md).
+  std::optional<double> stall_timeout;  // seconds; 0 turns detection off
+  std::optional<std::string> on_stall;  // "continue" or "stop"
+  std::optional<bool> python_stacks;    // ship the faulthandler sitecustomize to Python workers
 };
 
 /// Field by field, `high` wins where it says something; otherwise `low` is kept.

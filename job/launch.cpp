@@ -307,6 +307,7 @@ int launch(const LaunchRequest& request) {
           plan.num_machines, plan.world_size);
     }
   };
+  if (store) hooks.store_clients = [&] { return store->clients(); };
   std::optional<FailureRecord> job_failure;
   MonitorStopper stopper;
   if (agent) {

@@ -124,9 +124,10 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
       (data_parallel || selected.empty()) ? 1 : static_cast<int>(selected.size());
   if (s.distributed_type == DistributedType::MultiGpu && !cpu && selected.empty()) {
     throw UsageError(
-        fmt::format("distributed_type MULTI_GPU runs one worker per GPU, but no GPU is visible "
-                    "(GPUs found: {})",
-                    visible_gpus.empty() ? "none" : fmt::format("{}", fmt::join(visible_gpus, ","))),
+        fmt::format(
+            "distributed_type MULTI_GPU runs one worker per GPU, but no GPU is visible "
+            "(GPUs found: {})",
+            visible_gpus.empty() ? "none" : fmt::format("{}", fmt::join(visible_gpus, ","))),
         "check nvidia-smi and CUDA_VISIBLE_DEVICES, or run CPU workers with --cpu "
         "(distributed_type MULTI_CPU)");
   }
@@ -137,8 +138,7 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
                        "add --cpu for CPU workers, or use --nproc_per_node gpu");
     }
     plan.local_world_size = config::count_for_nproc_device(
-        *s.nproc_per_node_device, selected,
-        static_cast<int>(std::thread::hardware_concurrency()));
+        *s.nproc_per_node_device, selected, static_cast<int>(std::thread::hardware_concurrency()));
   } else {
     plan.local_world_size = local_process_count(s, plan.num_machines, default_count);
   }
@@ -215,6 +215,15 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
     parse_std_spec("--tee", *s.tee, plan.local_world_size);  // validated; tee is the default
   if (s.role) plan.role = *s.role;
   plan.virtual_local_rank = s.virtual_local_rank.value_or(false);
+
+  const double stall = s.stall_timeout.value_or(300.0);
+  if (!(stall >= 0) || !(stall <= config::kMaxSeconds)) {
+    throw UsageError(fmt::format("--stall_timeout must be 0 (off) to {:.0f} seconds (got {})",
+                                 config::kMaxSeconds, stall));
+  }
+  plan.stall_timeout = std::chrono::milliseconds(static_cast<long long>(stall * 1000));
+  plan.stop_on_stall = s.on_stall.value_or("continue") == "stop";
+  plan.python_stacks = s.python_stacks.value_or(true);
   return plan;
 }
 

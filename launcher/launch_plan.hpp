@@ -43,6 +43,10 @@ struct LaunchPlan {
   config::AccelerateLaunch accelerate;          // what accelerate's environment depends on
   std::string role = "default";                 // torchrun's --role: ROLE_NAME
   bool virtual_local_rank = false;  // torchrun's: LOCAL_RANK=0, each worker sees its own GPU
+  // Diagnosis (docs/diagnose.md).
+  std::chrono::milliseconds stall_timeout{300'000};  // 0: no stall detection
+  bool stop_on_stall = false;
+  bool python_stacks = true;
 };
 
 /// Builds the plan from the merged settings, the worker argv and the GPUs the launcher

@@ -179,4 +179,21 @@ TEST_CASE("flag role and --virtual_local_rank reach the plan", "[plan]") {
   CHECK(p.role == "trainer");
   CHECK(p.virtual_local_rank);
   CHECK(plan_for({}).role == "default");
+TEST_CASE("stall settings: defaults, off, stop, and bounds", "[plan]") {
+  config::Settings s;
+  LaunchPlan p = plan_for(s);
+  CHECK(p.stall_timeout == std::chrono::seconds(300));
+  CHECK_FALSE(p.stop_on_stall);
+  CHECK(p.python_stacks);
+  s.stall_timeout = 0;  // off
+  s.on_stall = "stop";
+  s.python_stacks = false;
+  p = plan_for(s);
+  CHECK(p.stall_timeout.count() == 0);
+  CHECK(p.stop_on_stall);
+  CHECK_FALSE(p.python_stacks);
+  s.stall_timeout = 2.5;
+  CHECK(plan_for(s).stall_timeout == std::chrono::milliseconds(2500));
+  s.stall_timeout = 1e7;
+  CHECK_THROWS_WITH(plan_for(s), Catch::Contains("--stall_timeout must be 0 (off) to 1000000"));
 }

@@ -176,6 +176,11 @@ std::string summary_json(const RunSummary& s) {
   } else {
     out += "  \"root_cause\": null\n";
   }
+  // The last stall report (docs/diagnose.md), already JSON.
+  if (s.stall_json) {
+    out.insert(out.size() - 1, ",");
+    out += fmt::format("  \"stall\": {}\n", *s.stall_json);
+  }
   out += "}\n";
   return out;
 }

@@ -43,6 +43,7 @@ struct RunSummary {
   // Workers a stop kept from starting (a failure or a signal while workers started).
   std::vector<WorkerOutcome> not_started;
   std::optional<RootCause> root_cause;
+  std::optional<std::string> stall_json;  // the last stall report, as a JSON object
 };
 
 /// 0 for success, the exit code, or 128 + signal.

@@ -20,6 +20,7 @@
 #include "launcher/line_splitter.hpp"
 #include "launcher/output_activity.hpp"
 #include "launcher/process.hpp"
+#include "launcher/stall_monitor.hpp"
 #include "launcher/worker_env.hpp"
 
 namespace asio = boost::asio;
@@ -89,6 +90,8 @@ struct Supervisor::Impl {
   const AttemptHooks* hooks = nullptr;
   int attempt = 0;
   bool failure_published = false;
+  std::unique_ptr<StallMonitor> monitor;  // stalls, stacks, wrong addresses (diagnose.md)
+  bool stalled_stop = false;              // --on_stall stop stopped this attempt
   OutputActivity activity;  // lines per rank per second, for the run's picture
 
   Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g)
@@ -127,6 +130,7 @@ struct Supervisor::Impl {
 
   void on_piece(Worker& worker, Stream& stream, std::string_view text, char terminator) {
     if (text.empty() && terminator == '\r') return;  // tqdm starts each redraw with '\r'
+    if (monitor) monitor->on_output(worker.outcome.local_rank, text);
     activity.note(attempt, worker.outcome.rank, Clock::now());
     if (stream.is_stderr && !text.empty()) {
       worker.stderr_tail.emplace_back(text);
@@ -207,6 +211,7 @@ struct Supervisor::Impl {
       worker.error_file = rank_dir + "/error.json";
       env = worker_environment(parent_env, plan, local_rank, attempt,
                                WorkerPaths{worker.error_file, files.run_dir()});
+      if (monitor) monitor->add_worker_env(env);
       out = make_pipe();
       err = make_pipe();
       open_stream(worker.out, local_rank, rank_dir, false, out);
@@ -236,6 +241,7 @@ struct Supervisor::Impl {
       guardian.watch(worker.outcome.pid);
       worker.running = true;
       by_pid[worker.outcome.pid] = static_cast<std::size_t>(local_rank);
+      if (monitor) monitor->on_start(local_rank, rank, worker.outcome.pid);
       if (hooks && hooks->on_worker_started)
         hooks->on_worker_started(attempt, rank, worker.outcome.pid);
       files.log(fmt::format("attempt {}: rank {} (local rank {}) started, pid {}", attempt, rank,
@@ -288,6 +294,7 @@ struct Supervisor::Impl {
     worker.outcome.end = Clock::now();
     files.log(fmt::format("rank {} (pid {}) {}", worker.outcome.rank, event.pid,
                           describe_end(worker.outcome)));
+    if (monitor) monitor->on_end(static_cast<int>(index), describe_end(worker.outcome));
     // The failure is acted on at once; the report waits for the worker's last bytes.
     if (failed(worker.outcome)) note_failure(index);
     if (worker.drained()) {
@@ -391,6 +398,7 @@ struct Supervisor::Impl {
     for (Worker& worker : workers) signal_group(worker.outcome.pid, SIGKILL);
     guardian.kill_descendants();
     kill_timer.cancel();
+    if (monitor) monitor->end_attempt();
     child_signals.cancel();
     stop_signals.cancel();
     for (auto& waiter : console_waiters) {
@@ -408,8 +416,10 @@ struct Supervisor::Impl {
     stopping = false;
     attempt_done = false;
     failure_published = false;
+    stalled_stop = false;
     first_failure.reset();
     io.restart();
+    if (monitor) monitor->begin_attempt(attempt);
     for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) stop_signals.add(signal);
     watch_children();
     watch_stop_signals();
@@ -445,6 +455,27 @@ struct Supervisor::Impl {
     r.exit_code = exit_status::kSignalBase + signal;
     r.restartable = false;
     r.cause = fmt::format("launcher interrupted by {}", signal_name(signal));
+    return r;
+  }
+
+  // --on_stall stop: the stall report was printed; the job ends with kStalled.
+  void stop_for_stall() {
+    if (stopping || attempt_done) return;
+    stalled_stop = true;
+    say("xlaunch: stopping every worker: the job stalled (--on_stall stop; exit code {})\n",
+        exit_status::kStalled);
+    files.log("stopping every worker: the job stalled (--on_stall stop)");
+    publish_failure(stall_failure());
+    stop_workers(SIGTERM);
+  }
+
+  FailureRecord stall_failure() const {
+    FailureRecord r;
+    r.machine_rank = plan.machine_rank;
+    r.host = host;
+    r.exit_code = exit_status::kStalled;
+    r.restartable = false;
+    r.cause = "the job stalled (--on_stall stop)";
     return r;
   }
 
@@ -487,6 +518,8 @@ void Supervisor::request_stop(int attempt, std::string reason) {
 RunSummary Supervisor::run(const AttemptHooks& hooks) {
   Impl& s = *impl_;
   s.hooks = &hooks;
+  s.monitor = std::make_unique<StallMonitor>(s.io, s.plan, s.files, hooks.store_clients);
+  s.monitor->on_stall_stop = [&s] { s.stop_for_stall(); };
   RunSummary summary;
   summary.run_id = s.plan.run_id;
   summary.host = s.host;
@@ -500,6 +533,7 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
     } catch (const std::exception& e) {
       s.files.log(fmt::format("could not write activity.csv: {}", e.what()));
     }
+    summary.stall_json = s.monitor->stall_json();
     for (int local_rank = 0; local_rank < s.plan.local_world_size; ++local_rank) {
       const WorkerOutcome& outcome = s.workers[local_rank].outcome;
       if (outcome.pid != 0 || outcome.end) {
@@ -516,6 +550,8 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
       std::optional<FailureRecord> local;
       if (s.interrupted_by && !s.signal_after_failure) {
         local = s.interrupt_failure(*s.interrupted_by);
+      } else if (s.stalled_stop && !s.first_failure) {
+        local = s.stall_failure();
       } else if (s.first_failure) {
         RootCause cause = s.root_cause(s.workers[*s.first_failure]);
         say("{}", format_root_cause(cause, s.plan.world_size));
@@ -546,6 +582,10 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
     summary.interrupted_by = s.interrupted_by;
     if (s.interrupted_by && !s.signal_after_failure) {
       summary.exit_code = exit_status::kSignalBase + *s.interrupted_by;
+      return summary;
+    }
+    if (s.stalled_stop && !s.first_failure) {
+      summary.exit_code = exit_status::kStalled;
       return summary;
     }
     if (!s.first_failure) {

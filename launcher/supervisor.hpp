@@ -7,12 +7,13 @@
 #include <memory>
 #include <string>
 
-#include "launcher/failure_record.hpp"
 #include "launcher/environment.hpp"
+#include "launcher/failure_record.hpp"
 #include "launcher/launch_plan.hpp"
 #include "launcher/process.hpp"
 #include "launcher/report.hpp"
 #include "launcher/run_files.hpp"
+#include "rendezvous/store_server.hpp"
 
 namespace xlaunch::launcher {
 
@@ -30,6 +31,9 @@ class Supervisor {
     std::function<std::optional<FailureRecord>(int attempt,
                                                const std::optional<FailureRecord>& local)>
         after_attempt;
+    /// This machine's store clients, when it hosts the store: the stall report's store
+    /// traffic and waits (docs/diagnose.md).
+    std::function<std::vector<rendezvous::StoreServer::ClientInfo>()> store_clients;
     /// On the loop thread, when a worker process was started (for the GPU sampler's pids).
     std::function<void(int attempt, int rank, long pid)> on_worker_started;
   };

@@ -56,6 +56,10 @@ struct Connection {
   std::size_t sent = 0;
   bool watching_write = false;  // the ready set reports this socket writable
   bool paused = false;          // not reading: too many unsent replies
+  // For the launcher's diagnosis (StoreServer::clients): who it is and how busy.
+  std::string peer_addr;
+  std::uint16_t peer_port = 0;
+  std::uint64_t requests = 0;
 };
 
 // The server's state; StoreServer::Impl is this (Impl itself is private to StoreServer).
@@ -183,7 +187,8 @@ void ServerCore::on_acceptable(const boost::system::error_code& ec) {
       close_fd(fd);
       continue;
     }
-    conns.try_emplace(id, fd, id, codec_limits, legacy_default);
+    Connection& added = conns.try_emplace(id, fd, id, codec_limits, legacy_default).first->second;
+    peer_of(fd, added.peer_addr, added.peer_port);
     num_conns.store(conns.size(), std::memory_order_relaxed);
   }
   asio::post(io, [this] { on_acceptable({}); });
@@ -278,6 +283,7 @@ bool ServerCore::process(Connection& c, std::span<const std::uint8_t> data, std:
       return false;
     }
     used += res.size;
+    ++c.requests;
     if (!fx.woken.empty() || !fx.notifications.empty()) deliver(fx, c.id);
   }
   return true;
@@ -418,6 +424,24 @@ void StoreServer::clear() {
     done.set_value();
   });
   done.get_future().wait();
+}
+
+std::vector<StoreServer::ClientInfo> StoreServer::clients() const {
+  auto collect = [core = impl_.get()] {
+    std::vector<ClientInfo> out;
+    std::unordered_map<ConnId, std::vector<std::string>> waiting;
+    for (auto& [conn, keys] : core->state.waiting()) waiting[conn] = std::move(keys);
+    for (const auto& [id, c] : core->conns) {
+      ClientInfo info{c.peer_addr, c.peer_port, c.requests, {}};
+      if (auto w = waiting.find(id); w != waiting.end()) info.waiting = std::move(w->second);
+      out.push_back(std::move(info));
+    }
+    return out;
+  };
+  if (!impl_->thread.joinable() || impl_->stopped) return collect();
+  std::promise<std::vector<ClientInfo>> done;
+  asio::post(impl_->io, [&] { done.set_value(collect()); });
+  return done.get_future().get();
 }
 
 std::uint16_t StoreServer::port() const { return impl_->port; }

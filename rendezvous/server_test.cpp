@@ -640,3 +640,38 @@ TEST_CASE("stop() closes every connection, parked ones included, and is idempote
   server->stop();
   server.reset();
 }
+
+TEST_CASE("clients() lists each connection's peer, requests and parked keys", "[server]") {
+  Fixture f;
+  CHECK(f.server.clients().empty());
+  StoreClient waiter = f.client();
+  std::thread t([&] { waiter.wait({"/a", "/b"}, 30s); });
+  StoreClient setter = f.client();
+  setter.set("/a", "1");
+  CHECK(setter.get("/a") == "1");  // SET has no reply: a round trip makes sure it was applied
+  // The waiter is parked on /b alone once its WAIT arrived (the client sends it from t).
+  std::vector<StoreServer::ClientInfo> clients;
+  for (int i = 0; i < 3000; ++i) {
+    clients = f.server.clients();
+    bool parked = false;
+    for (const auto& c : clients) parked = parked || !c.waiting.empty();
+    if (parked) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(clients.size() == 2);
+  int parked = 0;
+  for (const auto& c : clients) {
+    CHECK(c.peer_addr == "127.0.0.1");
+    CHECK(c.peer_port != 0);
+    CHECK(c.requests >= 1);
+    if (!c.waiting.empty()) {
+      ++parked;
+      CHECK(c.waiting == std::vector<std::string>{"/b"});
+    }
+  }
+  CHECK(parked == 1);
+  CHECK(clients[0].peer_port != clients[1].peer_port);
+  setter.set("/b", "1");
+  t.join();
+  for (const auto& c : f.server.clients()) CHECK(c.waiting.empty());
+}

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -161,6 +162,20 @@ int accept_connection(int listen_fd, int& error) {
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
   return fd;
+}
+
+void peer_of(int fd, std::string& addr, std::uint16_t& port) {
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return;
+  char host[NI_MAXHOST];
+  char serv[NI_MAXSERV];
+  if (::getnameinfo(reinterpret_cast<sockaddr*>(&peer), len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return;
+  }
+  addr = host;
+  port = static_cast<std::uint16_t>(std::atoi(serv));
 }
 
 void close_fd(int fd) { ::close(fd); }

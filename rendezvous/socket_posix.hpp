@@ -50,6 +50,9 @@ class Socket {
 /// waiting).
 int accept_connection(int listen_fd, int& error);
 
+/// The peer's numeric address and port of a connected socket ("" and 0 when unknown).
+void peer_of(int fd, std::string& addr, std::uint16_t& port);
+
 /// Closes a descriptor the caller owns.
 void close_fd(int fd);
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace xlaunch::rendezvous {
 
@@ -80,6 +81,16 @@ class StoreServer {
   /// Bytes of unfinished requests buffered across all connections (thread-safe; for
   /// diagnostics and tests).
   std::size_t buffered_bytes() const;
+
+  /// One client connection as the launcher's diagnosis sees it.
+  struct ClientInfo {
+    std::string peer_addr;  // the client's address and port: its socket's local end
+    std::uint16_t peer_port = 0;
+    std::uint64_t requests = 0;        // requests served so far
+    std::vector<std::string> waiting;  // keys a parked WAIT still misses
+  };
+  /// Every open connection (thread-safe; read-only; waits for the loop a moment).
+  std::vector<ClientInfo> clients() const;
 
  private:
   struct Impl;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 namespace xlaunch::rendezvous {
 namespace {
@@ -335,6 +336,25 @@ std::vector<ConnId> StoreState::clear() {
   parked_.clear();
   waits_.clear();
   return parked;
+}
+
+std::vector<std::pair<ConnId, std::vector<std::string>>> StoreState::waiting() const {
+  std::map<ConnId, std::vector<std::string>> by_conn;
+  for (const auto& [key, list] : parked_) {
+    for (const Parked& p : list) {
+      auto w = waits_.find(p.conn);
+      // Stale entries (a satisfied key of a wait that still misses others) are skipped.
+      if (w == waits_.end() || w->second.generation != p.generation || exists(key)) continue;
+      by_conn[p.conn].push_back(key);
+    }
+  }
+  std::vector<std::pair<ConnId, std::vector<std::string>>> out;
+  for (auto& [conn, keys] : by_conn) {
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    out.emplace_back(conn, std::move(keys));
+  }
+  return out;
 }
 
 }  // namespace xlaunch::rendezvous

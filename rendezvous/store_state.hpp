@@ -48,6 +48,9 @@ class StoreState {
 
   std::size_t num_keys() const { return kv_.size(); }
   std::size_t num_parked() const { return waits_.size(); }
+  /// Each connection parked in a WAIT with the keys it still waits for (sorted), for the
+  /// launcher's stall report.
+  std::vector<std::pair<ConnId, std::vector<std::string>>> waiting() const;
   /// The value of `key`, for tests and diagnostics.
   std::optional<std::string> value(std::string_view key) const;
 

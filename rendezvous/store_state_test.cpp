@@ -238,3 +238,26 @@ TEST_CASE("clear() empties everything and returns the parked connections", "[sta
   h.run(1, h.req(Op::Set, "/never", ""));
   CHECK(h.fx.woken.empty());
 }
+
+TEST_CASE("waiting lists each parked connection with the keys it still misses", "[state]") {
+  Harness h;
+  CHECK(h.state.waiting().empty());
+  h.run(1, h.req(Op::Set, "a", "1"));
+  h.run(2, h.wait({"a", "b", "c"}));  // "a" exists: parks on b and c
+  h.run(3, h.wait({"c"}));
+  auto w = h.state.waiting();
+  REQUIRE(w.size() == 2);
+  CHECK(w[0].first == 2);
+  CHECK(w[0].second == std::vector<std::string>{"b", "c"});
+  CHECK(w[1].first == 3);
+  CHECK(w[1].second == std::vector<std::string>{"c"});
+  h.run(1, h.req(Op::Set, "b", "1"));  // conn 2 now misses only c
+  w = h.state.waiting();
+  REQUIRE(w.size() == 2);
+  CHECK(w[0].second == std::vector<std::string>{"c"});
+  h.run(1, h.req(Op::Set, "c", "1"));  // both woken
+  CHECK(h.state.waiting().empty());
+  h.run(4, h.wait({"d"}));
+  h.state.disconnect(4);
+  CHECK(h.state.waiting().empty());
+}
