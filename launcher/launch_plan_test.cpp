@@ -179,6 +179,8 @@ TEST_CASE("flag role and --virtual_local_rank reach the plan", "[plan]") {
   CHECK(p.role == "trainer");
   CHECK(p.virtual_local_rank);
   CHECK(plan_for({}).role == "default");
+}
+
 TEST_CASE("stall settings: defaults, off, stop, and bounds", "[plan]") {
   config::Settings s;
   LaunchPlan p = plan_for(s);
