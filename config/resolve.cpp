@@ -72,13 +72,15 @@ Resolved resolve(const Settings& flags, const std::optional<std::string>& config
     file = std::move(loaded.settings);
     out.notices.insert(out.notices.end(), loaded.notices.begin(), loaded.notices.end());
   }
+  // torchrun's PET_* sit below xlaunch's own XLAUNCH_* (the more specific of the two).
+  const Settings pet = settings_from_pet_env(getenv, &out.notices);
   const Settings env = settings_from_env(getenv, &out.notices);
-  out.settings = merge(merge(file, env), flags);
+  out.settings = merge(merge(merge(file, pet), env), flags);
 
   for (const KeySpec& key : schema()) {
     if (key.print(flags)) {
       out.origins[std::string(key.name)] = Origin::Flag;
-    } else if (key.print(env)) {
+    } else if (key.print(env) || key.print(pet)) {
       out.origins[std::string(key.name)] = Origin::Environment;
     } else if (key.print(file)) {
       out.origins[std::string(key.name)] = Origin::File;
