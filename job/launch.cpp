@@ -194,7 +194,7 @@ int launch(const LaunchRequest& request) {
     StopSignalsHeld held;
     store->start();
   }
-  const std::string host = host_name();
+  const std::string host = settings.local_addr.value_or(host_name());  // torchrun's --local_addr
 
   std::unique_ptr<Agent> agent;
   if (plan.num_machines > 1) {
