@@ -229,6 +229,8 @@ int launch(const LaunchRequest& request) {
                         fmt::join(plan.argv, " ")));
   say("xlaunch: run {}: {}, store {}:{}{}\n", plan.run_id, describe_workers(plan), plan.master_addr,
       plan.master_port, files.keeps_output() ? fmt::format(", logs in {}", files.run_dir()) : "");
+  // What runs, interpreter resolved: the first thing to check when a worker misbehaves.
+  say("xlaunch: command: {}\n", fmt::join(plan.argv, " "));
   if (plan.local_world_size > 1 && omp_threads_defaulted(parent_env)) {
     say("xlaunch: setting OMP_NUM_THREADS=1 for each worker (set it yourself to choose)\n");
   }
@@ -284,7 +286,11 @@ int launch(const LaunchRequest& request) {
   }
   files.log(fmt::format("exit code {}", summary.exit_code));
   if (summary.exit_code == exit_status::kSuccess) {
-    say("xlaunch: all {} workers finished successfully\n", plan.local_world_size);
+    if (plan.local_world_size == 1) {
+      say("xlaunch: the worker finished successfully\n");
+    } else {
+      say("xlaunch: all {} workers finished successfully\n", plan.local_world_size);
+    }
   } else if (job_failure) {
     say("xlaunch: exit code {}{}\n", summary.exit_code,
         files.keeps_output() ? fmt::format(" (logs: {})", files.run_dir()) : "");
