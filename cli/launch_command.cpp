@@ -12,7 +12,10 @@
 #include "config/schema.hpp"
 #include "config/usage_error.hpp"
 #include "job/launch.hpp"
+#include "launcher/devices.hpp"
 #include "launcher/environment.hpp"
+#include "launcher/launch_plan.hpp"
+#include "launcher/nvml.hpp"
 #include "launcher/program.hpp"
 
 namespace xlaunch::cli {
@@ -66,16 +69,37 @@ void check_program_word(const std::vector<std::string>& rest) {
       fmt::format("write --use_cpu={} (with '='), or just --use_cpu for true", word));
 }
 
-/// --dry_run: what a launch would use, one "key: value" per line, then the worker command.
+/// --dry_run: what a launch would use: the settings as merged ("key: value"), this machine's
+/// plan ("plan.x: value") and the worker command. A scheduler's variables (SLURM, ...) are
+/// not applied here; the launch itself applies them.
 int dry_run(const job::LaunchRequest& request) {
+  const launcher::Environment env = launcher::current_environment();
+  std::vector<std::string> argv = launcher::resolve_worker_argv(
+      request.program, launcher::lookup(env, "PATH").value_or("/usr/bin:/bin"),
+      launcher::host_exec_probe());
+  const std::string command = fmt::format("{}", fmt::join(argv, " "));
+  const auto visible =
+      launcher::visible_gpus(launcher::lookup(env, "CUDA_VISIBLE_DEVICES"), launcher::query_nvml());
+  const launcher::LaunchPlan plan =
+      launcher::make_plan(request.settings, std::move(argv), visible, "random-at-launch");
+  // Printed once the plan is known to be good: an error leaves stdout empty.
   for (const config::KeySpec& key : config::schema()) {
     if (auto value = key.print(request.settings)) fmt::print("{}: {}\n", key.name, *value);
   }
-  const launcher::Environment env = launcher::current_environment();
-  const std::vector<std::string> argv = launcher::resolve_worker_argv(
-      request.program, launcher::lookup(env, "PATH").value_or("/usr/bin:/bin"),
-      launcher::host_exec_probe());
-  fmt::print("command: {}\n", fmt::join(argv, " "));
+  // As the launch does: several machines meet on torchrun's port unless one was given.
+  const int port = plan.num_machines > 1 && plan.master_port == 0 ? 29500 : plan.master_port;
+  fmt::print("plan.processes_per_machine: {}\n", plan.local_world_size);
+  fmt::print("plan.machines: {}\n", plan.num_machines);
+  fmt::print("plan.machine_rank: {}\n", plan.machine_rank);
+  fmt::print("plan.world_size: {}\n", plan.world_size);
+  fmt::print("plan.master_addr: {}\n", plan.master_addr);
+  fmt::print("plan.master_port: {}{}\n", port, port == 0 ? " (a free port at launch)" : "");
+  fmt::print("plan.max_restarts: {}\n", plan.max_restarts);
+  fmt::print("plan.run_id: {}\n", plan.run_id);
+  fmt::print("plan.gpus: {}\n", plan.gpus.empty() ? "none (CPU workers)"
+                                                  : fmt::format("{}", fmt::join(plan.gpus, ",")));
+  fmt::print("plan.role: {}\n", plan.role);
+  fmt::print("command: {}\n", command);
   return 0;
 }
 
