@@ -48,7 +48,16 @@ void apply_endpoint(Resolved& r, const IsLocalHost& is_local) {
   }
   if (hosts) {
     s.machine_rank = 0;
-  } else if (machines > 1) {
+    // One machine binds loopback by default, but its workers dial the endpoint's host.
+    if (machines == 1 && !s.bind_addr) s.bind_addr = endpoint->host;
+  } else if (machines == 1) {
+    throw UsageError(
+        fmt::format("--rdzv_endpoint {}: that is not this machine, but a one-machine job hosts "
+                    "its own store",
+                    *s.rdzv_endpoint),
+        "drop --rdzv_endpoint, give --nnodes with the job's machine count, or --rdzv_conf "
+        "is_host=true");
+  } else {
     throw UsageError(
         fmt::format("--rdzv_endpoint {}: this launcher does not host the store (the endpoint is "
                     "not one of this machine's addresses), and which machine rank it has is "

@@ -122,6 +122,17 @@ TEST_CASE("flag rdzv_endpoint becomes the store address - its host's launcher is
   CHECK(error_of(forced).find("is_host=true, but --node_rank is 1") != std::string::npos);
 }
 
+TEST_CASE("a one-machine job with an endpoint listens where its workers dial", "[rules]") {
+  Resolved r;
+  r.settings.rdzv_endpoint = "myhost:29555";
+  apply_launch_rules(r, always_local);
+  CHECK(r.settings.bind_addr == "myhost");
+  CHECK(r.settings.main_process_ip == "myhost");
+  Resolved far;
+  far.settings.rdzv_endpoint = "otherhost";
+  CHECK(error_of(far).find("a one-machine job hosts its own store") != std::string::npos);
+}
+
 TEST_CASE("loopback and this machine's name are local - a far address is not", "[rules]") {
   CHECK(is_local_host("localhost"));
   CHECK(is_local_host("127.0.0.1"));

@@ -80,8 +80,17 @@ Resolved resolve(const Settings& flags, const std::optional<std::string>& config
   for (const KeySpec& key : schema()) {
     if (key.print(flags)) {
       out.origins[std::string(key.name)] = Origin::Flag;
-    } else if (key.print(env) || key.print(pet)) {
+    } else if (key.print(env)) {
       out.origins[std::string(key.name)] = Origin::Environment;
+      out.variables[std::string(key.name)] = env_var_name(key.name);
+    } else if (key.print(pet)) {
+      out.origins[std::string(key.name)] = Origin::Environment;
+      for (const PetVariable& variable : pet_variables()) {
+        if (variable.key == key.name && getenv(std::string(variable.name)).value_or("") != "") {
+          out.variables[std::string(key.name)] = std::string(variable.name);
+          break;
+        }
+      }
     } else if (key.print(file)) {
       out.origins[std::string(key.name)] = Origin::File;
     }
