@@ -306,6 +306,12 @@ def test_help_shows_types_and_program(xlaunch_bin):
     assert "--max_restarts,--max-restarts INT" in r.stdout
     assert "--rdzv_timeout,--rdzv-timeout FLOAT" in r.stdout
     assert "--nproc_per_node,--nproc-per-node N|auto|gpu|cpu" in r.stdout
+    r = subprocess.run([xlaunch_bin, "config", "show", "--help"], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0
+    assert "{true}" not in r.stdout
+    assert "--max_restarts INT" in r.stdout
+    assert "--term_timeout FLOAT" in r.stdout
 
 
 def free_port():
