@@ -210,11 +210,17 @@ void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
   // The config schema parses and checks flags exactly as it does file and env values.
   config::Settings& s = flags.settings;
   s = config::settings_from_flags(given);
+  // (before PET_RUN_PATH is read: the variable is a launch's, not a test's)
+  if (cmd.get_name() != "launch" && (flags.dry_run || flags.run_path)) {
+    throw UsageError(
+        fmt::format("{} belongs to 'xlaunch launch'", flags.dry_run ? "--dry_run" : "--run_path"),
+        fmt::format("'xlaunch {}' runs its own program", cmd.get_name()));
+  }
   // torchrun's switches also come from PET_STANDALONE, PET_MODULE, ... (below the flag).
   flags.standalone = flags.standalone || pet_switch("PET_STANDALONE");
   flags.module = flags.module || pet_switch("PET_MODULE");
   flags.no_python = flags.no_python || pet_switch("PET_NO_PYTHON");
-  flags.run_path = flags.run_path || pet_switch("PET_RUN_PATH");
+  if (cmd.get_name() == "launch") flags.run_path = flags.run_path || pet_switch("PET_RUN_PATH");
   for (const NoOpFlag& f : kNoOpFlags) {
     const std::string flag = std::string("--") + f.name;
     if (cmd.get_option(flag)->count() == 0) continue;

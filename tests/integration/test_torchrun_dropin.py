@@ -418,3 +418,10 @@ def test_env_reports_the_python_and_its_torch(xlaunch_bin, tmp_path, torch_pytho
         f"Python for .py:        {torch_python}" in r.stdout
     assert f"  torch:               {version}" in r.stdout
     assert "  accelerate:" in r.stdout
+
+
+def test_launch_only_flags_are_refused_by_xlaunch_test(xlaunch_bin, tmp_path):
+    r = subprocess.run([xlaunch_bin, "test", "--dry_run"], capture_output=True, text=True,
+                       env=isolated_env(tmp_path), timeout=60)
+    assert r.returncode == 2
+    assert "--dry_run belongs to 'xlaunch launch'" in r.stderr
