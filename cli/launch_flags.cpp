@@ -14,6 +14,7 @@
 #include "config/schema.hpp"
 #include "config/torchrun_values.hpp"
 #include "config/usage_error.hpp"
+#include "launcher/console.hpp"
 
 namespace xlaunch::cli {
 namespace {
@@ -269,7 +270,7 @@ config::Settings resolve_launch_settings(const LaunchFlags& flags) {
   const config::Getenv getenv = config::process_environment();
   config::Resolved resolved = config::resolve(flags.settings, flags.config_file, getenv);
   for (const std::string& notice : resolved.notices) {
-    fmt::print(stderr, "xlaunch: note: {}\n", notice);
+    launcher::say("xlaunch: note: {}\n", notice);
   }
   std::vector<std::string> names;
   for (char** entry = environ; *entry != nullptr; ++entry) {
@@ -277,7 +278,7 @@ config::Settings resolve_launch_settings(const LaunchFlags& flags) {
     names.emplace_back(text.substr(0, text.find('=')));
   }
   for (const std::string& warning : config::unknown_xlaunch_variables(names)) {
-    fmt::print(stderr, "xlaunch: warning: {}\n", warning);
+    launcher::say("xlaunch: warning: {}\n", warning);
   }
   if (flags.standalone) {
     // torchrun: --standalone replaces any rendezvous settings with a local store.
@@ -291,24 +292,24 @@ config::Settings resolve_launch_settings(const LaunchFlags& flags) {
   if (s.signals_to_handle) {
     const auto unhandled = config::unhandled_signals(*s.signals_to_handle);
     if (!unhandled.empty()) {
-      fmt::print(stderr,
-                 "xlaunch: warning: --signals_to_handle: xlaunch stops the job on {} only; {} "
-                 "keep their default action on the launcher\n",
-                 config::kHandledSignals, fmt::join(unhandled, ","));
+      launcher::say(
+          "xlaunch: warning: --signals_to_handle: xlaunch stops the job on {} only; {} "
+          "keep their default action on the launcher\n",
+          config::kHandledSignals, fmt::join(unhandled, ","));
     }
   }
   if (s.numa_binding) {
-    fmt::print(stderr,
-               "xlaunch: warning: --numa_binding {}: xlaunch does not bind workers to NUMA "
-               "nodes; workers run unbound\n",
-               *s.numa_binding);
+    launcher::say(
+        "xlaunch: warning: --numa_binding {}: xlaunch does not bind workers to NUMA "
+        "nodes; workers run unbound\n",
+        *s.numa_binding);
   }
   if (const auto it = flags.no_op.find("logs_specs");
       it != flags.no_op.end() && !it->second.empty()) {
-    fmt::print(stderr,
-               "xlaunch: warning: --logs_specs {}: xlaunch cannot load torchrun.logs_specs "
-               "plugins; logs keep xlaunch's layout (docs/launch.md)\n",
-               it->second);
+    launcher::say(
+        "xlaunch: warning: --logs_specs {}: xlaunch cannot load torchrun.logs_specs "
+        "plugins; logs keep xlaunch's layout (docs/launch.md)\n",
+        it->second);
   }
   return s;
 }

@@ -98,12 +98,15 @@ Settings settings_from_pet_env(const Getenv& getenv, std::vector<std::string>* n
 std::vector<std::string> unknown_xlaunch_variables(const std::vector<std::string>& names) {
   // Variables xlaunch reads that are not settings, and those it gives its workers (a
   // nested launch inherits them).
+  // A variable xlaunch (or its tests) starts reading belongs here, or it draws this warning.
   static constexpr std::string_view kOther[] = {
-      "XLAUNCH_CONFIG_FILE", "XLAUNCH_CONTAINMENT", "XLAUNCH_RUN_ID", "XLAUNCH_LOG_DIR",
-      "XLAUNCH_MIXED_PRECISION", "XLAUNCH_DISTRIBUTED_TYPE", "XLAUNCH_CLIENT_TIMEOUT",
-      "XLAUNCH_SELFTEST_RESULTS", "XLAUNCH_SELFTEST",
+      "XLAUNCH_CONFIG_FILE", "XLAUNCH_CONTAINMENT", "XLAUNCH_NVML_LIBRARY", "XLAUNCH_RUN_ID",
+      "XLAUNCH_LOG_DIR", "XLAUNCH_MIXED_PRECISION", "XLAUNCH_DISTRIBUTED_TYPE",
+      "XLAUNCH_CLIENT_TIMEOUT", "XLAUNCH_SELFTEST_RESULTS", "XLAUNCH_SELFTEST",
       // The project's own test scripts'.
-      "XLAUNCH_BIN", "XLAUNCH_BUILD_DIR", "XLAUNCH_TEST_PYTHON"};
+      "XLAUNCH_BIN", "XLAUNCH_BUILD_DIR", "XLAUNCH_TEST_PYTHON", "XLAUNCH_FAKE_NVML_SCRIPT",
+      "XLAUNCH_CONTAINMENT_TEST"};
+  static constexpr std::string_view kOtherPrefixes[] = {"XLAUNCH_STRESS_"};
   std::vector<std::string> known;
   for (const KeySpec& key : schema()) known.push_back(env_var_name(key.name));
   for (std::string_view other : kOther) known.emplace_back(other);
@@ -111,6 +114,10 @@ std::vector<std::string> unknown_xlaunch_variables(const std::vector<std::string
   for (const std::string& name : names) {
     if (!name.starts_with("XLAUNCH_")) continue;
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    if (std::any_of(std::begin(kOtherPrefixes), std::end(kOtherPrefixes),
+                    [&](std::string_view prefix) { return name.starts_with(prefix); })) {
+      continue;
+    }
     std::string best;
     std::size_t best_distance = std::max<std::size_t>(2, (name.size() - 8) / 3) + 1;
     for (const std::string& candidate : known) {
