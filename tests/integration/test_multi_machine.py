@@ -400,13 +400,14 @@ def test_ctrl_c_while_waiting_for_the_other_machines_ends_the_launcher(machines)
     assert wait_until_gone(pids) == []
 
 
-ELASTIC = ["--nnodes", "1:2", "--max_restarts", "1", "--heartbeat_timeout", "3"]
+ELASTIC = ["--nnodes", "1:2", "--max_restarts", "1", "--heartbeat_timeout", "3",
+           "--rdzv_conf", "last_call_timeout=2"]
 
 
 def test_elastic_job_starts_alone_and_grows_when_a_machine_joins(machines):
     # The first launcher hosts the store (--machine_rank 0); the other has no rank: join order.
     m0 = machines.start(None, None, [*ELASTIC, "--machine_rank", "0"], env={"MODE": "until_world_2"})
-    # Alone, it starts after the last call (30 s) with world size 1.
+    # Alone, it starts after the last call (2 s) with world size 1.
     wait_for_files(machines.out, "rank_*_attempt_0.json", 1, timeout=120)
     first = machines.ranks(attempt=0)
     assert list(first) == [0] and first[0]["WORLD_SIZE"] == "1", first
@@ -441,10 +442,10 @@ def test_elastic_job_shrinks_when_a_launcher_is_killed(machines):
 
 def test_elastic_job_below_its_minimum_fails_naming_the_lost_machine(machines):
     args = ["--nnodes", "2:3", "--max_restarts", "1", "--heartbeat_timeout", "3",
-            "--rdzv_timeout", "5"]
+            "--rdzv_timeout", "5", "--rdzv_conf", "last_call_timeout=2"]
     m0 = machines.start(None, None, [*args, "--machine_rank", "0"], env={"MODE": "hang"})
     m1 = machines.start(None, None, args, env={"MODE": "hang"})
-    # MIN 2 reached: round 0 starts after the last call (30 s).
+    # MIN 2 reached: round 0 starts after the last call.
     wait_for_files(machines.out, "rank_*_attempt_0.json", 2, timeout=120)
     lost_pid = m1.pid
     os.kill(m1.pid, signal.SIGKILL)
