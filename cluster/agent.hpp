@@ -14,6 +14,10 @@
 //   round/<r>/ack/<m>        machine m read the verdict (machine 0 may stop its store)
 //   round/<r>/go             machine 0 emptied the store for round r >= 1; start workers
 //
+// Elastic jobs (--nnodes MIN:MAX) replace layout, go and hb/<m> by round/<r>/layout (the
+// layout plus "\n<arrival slot per machine rank>"), latest (newest round), hb/s<slot>,
+// refused/<slot> and closed (membership.hpp, store_backend.cpp).
+//
 // Machine 0 decides the layout and the verdicts; the others only follow, so every launcher
 // prints the same text. This file: the records and decisions, pure (unit-tested); the
 // interface to a backend is join_backend.hpp, the store's side store_backend.hpp.

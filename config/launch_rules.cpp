@@ -50,6 +50,8 @@ void apply_endpoint(Resolved& r, const IsLocalHost& is_local) {
     s.machine_rank = 0;
     // One machine binds loopback by default, but its workers dial the endpoint's host.
     if (machines == 1 && !s.bind_addr) s.bind_addr = endpoint->host;
+  } else if (s.min_machines && s.max_machines && *s.min_machines < *s.max_machines) {
+    return;  // elastic: a joining launcher takes its machine rank by join order
   } else if (machines == 1) {
     throw UsageError(
         fmt::format("--rdzv_endpoint {}: that is not this machine, but a one-machine job hosts "

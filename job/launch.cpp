@@ -123,6 +123,8 @@ AgentOptions agent_options(const LaunchPlan& plan, const config::Settings& s,
   const double heartbeat = seconds_setting(s.heartbeat_timeout, "--heartbeat_timeout", 30);
   o.rdzv_timeout = ms(rdzv);
   o.heartbeat_timeout = ms(heartbeat);
+  // torchrun's c10d default; --rdzv_conf last_call_timeout=S sets it.
+  o.last_call_timeout = ms(s.rdzv_last_call_timeout.value_or(30));
   o.settings = agreed_settings({
       {"num_machines", std::to_string(plan.num_machines)},
       {"num_processes",
@@ -198,6 +200,7 @@ int launch(const LaunchRequest& request) {
       !(settings.machine_rank ? *settings.machine_rank == 0 : !settings.main_process_ip)) {
     plan.machine_rank = -1;
   }
+  if (elastic) plan.num_machines = *settings.max_machines;  // until the first round says
   check_machines(plan, settings);
   check_capacity(plan, settings, read_capacity_limits());  // before anything is started
 
@@ -302,7 +305,7 @@ int launch(const LaunchRequest& request) {
     }
     const int machines_before = plan.num_machines;
     adopt(agent->begin_round(attempt, [&] { store->clear(); }));
-    if (plan.num_machines != machines_before || settings.min_machines) {
+    if (plan.num_machines != machines_before || elastic) {
       say("xlaunch: round {}: machine {} of {}, world size {}\n", attempt, plan.machine_rank,
           plan.num_machines, plan.world_size);
     }

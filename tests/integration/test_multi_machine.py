@@ -405,12 +405,13 @@ ELASTIC = ["--nnodes", "1:2", "--max_restarts", "1", "--heartbeat_timeout", "3"]
 
 def test_elastic_job_starts_alone_and_grows_when_a_machine_joins(machines):
     # The first launcher hosts the store (--machine_rank 0); the other has no rank: join order.
-    m0 = machines.start(None, None, [*ELASTIC, "--machine_rank", "0"], env={"MODE": "until_world_2"})
-    # Alone, it starts after the last call (30 s) with world size 1.
+    args = [*ELASTIC, "--rdzv_conf", "last_call_timeout=2"]
+    m0 = machines.start(None, None, [*args, "--machine_rank", "0"], env={"MODE": "until_world_2"})
+    # Alone, it starts after the last call (2 s) with world size 1.
     wait_for_files(machines.out, "rank_*_attempt_0.json", 1, timeout=120)
     first = machines.ranks(attempt=0)
     assert list(first) == [0] and first[0]["WORLD_SIZE"] == "1", first
-    m1 = machines.start(None, None, ELASTIC, env={"MODE": "until_world_2"})
+    m1 = machines.start(None, None, args, env={"MODE": "until_world_2"})
     rc1, _, err1 = machines.finish(m1)
     rc0, _, err0 = machines.finish(m0)
     assert rc0 == 0 and rc1 == 0, err0 + err1
@@ -425,8 +426,10 @@ def test_elastic_job_starts_alone_and_grows_when_a_machine_joins(machines):
 
 
 def test_elastic_job_shrinks_when_a_launcher_is_killed(machines):
-    m0 = machines.start(None, None, [*ELASTIC, "--machine_rank", "0"], env={"MODE": "until_alone"})
-    m1 = machines.start(None, None, ELASTIC, env={"MODE": "until_alone"})
+    # A long last call: however slowly the second launcher starts, round 0 has both.
+    args = [*ELASTIC, "--rdzv_conf", "last_call_timeout=600"]
+    m0 = machines.start(None, None, [*args, "--machine_rank", "0"], env={"MODE": "until_alone"})
+    m1 = machines.start(None, None, args, env={"MODE": "until_alone"})
     # Two machines are the maximum: round 0 starts at once with both.
     wait_for_files(machines.out, "rank_*_attempt_0.json", 2, timeout=120)
     assert {i["WORLD_SIZE"] for i in machines.ranks(attempt=0).values()} == {"2"}
@@ -441,10 +444,10 @@ def test_elastic_job_shrinks_when_a_launcher_is_killed(machines):
 
 def test_elastic_job_below_its_minimum_fails_naming_the_lost_machine(machines):
     args = ["--nnodes", "2:3", "--max_restarts", "1", "--heartbeat_timeout", "3",
-            "--rdzv_timeout", "5"]
+            "--rdzv_timeout", "10", "--rdzv_conf", "last_call_timeout=2"]
     m0 = machines.start(None, None, [*args, "--machine_rank", "0"], env={"MODE": "hang"})
     m1 = machines.start(None, None, args, env={"MODE": "hang"})
-    # MIN 2 reached: round 0 starts after the last call (30 s).
+    # MIN 2 reached: round 0 starts after the last call.
     wait_for_files(machines.out, "rank_*_attempt_0.json", 2, timeout=120)
     lost_pid = m1.pid
     os.kill(m1.pid, signal.SIGKILL)
