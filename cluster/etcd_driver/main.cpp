@@ -1,0 +1,104 @@
+// xlaunch-etcd-driver: the etcd client from the command line, for the integration tests
+// (tests/integration/test_etcd.py) and for looking at a job's keys by hand. Not installed.
+//
+//   xlaunch-etcd-driver ENDPOINTS get KEY | get-prefix PREFIX | put KEY VALUE
+//                       create KEY VALUE | grant TTL | keepalive ID | revoke ID
+//                       watch PREFIX REVISION TIMEOUT_MS
+//                       hold KEY VALUE TTL   (lease, key on it, keepalive every TTL/3 s)
+// Prints one line per result; exit 0, 1 for an etcd error (message on stderr), 2 for usage.
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "cluster/etcd_client.hpp"
+
+using namespace xlaunch::cluster::etcd;
+
+namespace {
+
+long long number(const char* text) {
+  long long out = 0;
+  std::string_view s(text);
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  if (ec != std::errc() || end != s.data() + s.size())
+    throw std::invalid_argument(std::string("not a number: ") + text);
+  return out;
+}
+
+void print(const KeyValue& kv) {
+  std::cout << kv.key << "=" << kv.value << " lease=" << kv.lease
+            << " create_revision=" << kv.create_revision << "\n";
+}
+
+int run(int argc, char** argv) {
+  if (argc < 3) throw std::invalid_argument("usage: xlaunch-etcd-driver ENDPOINTS COMMAND ARGS");
+  Client client(parse_endpoints(argv[1]), std::chrono::seconds(3));
+  std::string command = argv[2];
+  auto need = [&](int n) {
+    if (argc != 3 + n)
+      throw std::invalid_argument(command + " takes " + std::to_string(n) + " arguments");
+  };
+  if (command == "get" || command == "get-prefix") {
+    need(1);
+    auto r = command == "get" ? client.get(argv[3]) : client.get_prefix(argv[3]);
+    std::cout << "revision=" << r.revision << "\n";
+    for (const auto& kv : r.kvs) print(kv);
+  } else if (command == "put") {
+    need(2);
+    std::cout << "revision=" << client.put(argv[3], argv[4]) << "\n";
+  } else if (command == "create") {
+    need(2);
+    auto r = client.create(argv[3], argv[4]);
+    std::cout << (r.created ? "created" : "exists") << "\n";
+    if (r.existing) print(*r.existing);
+  } else if (command == "grant") {
+    need(1);
+    auto lease = client.grant_lease(number(argv[3]));
+    std::cout << "lease=" << lease.id << " ttl=" << lease.ttl << "\n";
+  } else if (command == "keepalive") {
+    need(1);
+    std::cout << "ttl=" << client.keep_alive(number(argv[3])) << "\n";
+  } else if (command == "revoke") {
+    need(1);
+    client.revoke(number(argv[3]));
+    std::cout << "revoked\n";
+  } else if (command == "watch") {
+    need(3);
+    auto r = client.watch(argv[3], number(argv[4]), std::chrono::milliseconds(number(argv[5])));
+    for (const auto& e : r.events) {
+      std::cout << (e.deleted ? "DELETE " : "PUT ");
+      print(e.kv);
+    }
+    std::cout << "next_revision=" << r.next_revision << "\n";
+  } else if (command == "hold") {
+    need(3);
+    const auto ttl = number(argv[5]);
+    auto lease = client.grant_lease(ttl);
+    client.put(argv[3], argv[4], lease.id);
+    std::cout << "holding lease=" << lease.id << std::endl;
+    while (true) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ttl * 1000 / 3));
+      if (client.keep_alive(lease.id) == 0) throw Error("the lease expired", false);
+    }
+  } else {
+    throw std::invalid_argument("unknown command " + command);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "xlaunch-etcd-driver: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "xlaunch-etcd-driver: " << e.what() << "\n";
+    return 1;
+  }
+}
