@@ -81,7 +81,12 @@ int run(int argc, char** argv) {
     std::cout << "holding lease=" << lease.id << std::endl;
     while (true) {
       std::this_thread::sleep_for(std::chrono::milliseconds(ttl * 1000 / 3));
-      if (client.keep_alive(lease.id) == 0) throw Error("the lease expired", false);
+      try {
+        if (client.keep_alive(lease.id) == 0) throw Error("the lease expired", false);
+      } catch (const Error& e) {
+        if (!e.unreachable()) throw;  // a member lost or an election: the next beat may do
+        std::cerr << "xlaunch-etcd-driver: " << e.what() << std::endl;
+      }
     }
   } else {
     throw std::invalid_argument("unknown command " + command);
