@@ -5,14 +5,25 @@
 //                       create KEY VALUE | grant TTL | keepalive ID | revoke ID
 //                       watch PREFIX REVISION TIMEOUT_MS
 //                       hold KEY VALUE TTL   (lease, key on it, keepalive every TTL/3 s)
+//   xlaunch-etcd-driver ENDPOINTS member RUN_ID MACHINES RANK HOST LOCAL OUTCOME HEARTBEAT_S
+//     one launcher's side of the etcd join (RANK -1: by arrival), then one round whose
+//     workers end with OUTCOME: ok, fail (exit 7), wait (until the job stops the round);
+//     prints "joined rank=R world=W hosts=..." and "verdict ok" or "verdict <failure>";
+//     exits 0, the failure's code, or the join error's code.
 // Prints one line per result; exit 0, 1 for an etcd error (message on stderr), 2 for usage.
+#include <unistd.h>
+
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <iostream>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "cluster/etcd_backend.hpp"
 #include "cluster/etcd_client.hpp"
 
 using namespace xlaunch::cluster::etcd;
@@ -28,6 +39,59 @@ long long number(const char* text) {
   return out;
 }
 
+int member(char** argv) {
+  BackendOptions o;
+  o.endpoints = argv[1];
+  o.run_id = argv[3];
+  o.num_machines = static_cast<int>(number(argv[4]));
+  o.machine_rank = static_cast<int>(number(argv[5]));
+  o.host = argv[6];
+  o.pid = static_cast<long>(getpid());
+  o.local_processes = static_cast<int>(number(argv[7]));
+  o.version = "test";
+  o.rdzv_timeout = std::chrono::seconds(120);
+  o.heartbeat_timeout = std::chrono::seconds(number(argv[9]));
+  const std::string outcome = argv[8];
+  try {
+    Backend backend(o);
+    Membership m = backend.join();
+    std::string hosts;
+    for (const auto& h : m.hosts) hosts += (hosts.empty() ? "" : ",") + h;
+    std::cout << "joined rank=" << m.machine_rank << " world=" << m.layout.world_size()
+              << " offset=" << m.layout.rank_offset(m.machine_rank) << " hosts=" << hosts
+              << std::endl;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<xlaunch::cluster::FailureRecord> stopped;
+    backend.start_monitor([&](int, const xlaunch::cluster::FailureRecord& r) {
+      std::lock_guard lock(mu);
+      stopped = r;
+      cv.notify_all();
+    });
+    std::optional<xlaunch::cluster::FailureRecord> local;
+    if (outcome == "fail") {
+      local = xlaunch::cluster::FailureRecord{
+          m.machine_rank,      o.host, m.layout.rank_offset(m.machine_rank), 7, true,
+          "exited with code 7"};
+    } else if (outcome == "wait") {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return stopped.has_value(); });
+      std::cout << "stopped by " << stopped->describe() << std::endl;
+    }
+    auto verdict = backend.finish_round(0, local);
+    backend.close(verdict ? verdict->exit_code : 0);
+    if (!verdict) {
+      std::cout << "verdict ok" << std::endl;
+      return 0;
+    }
+    std::cout << "verdict " << verdict->describe() << std::endl;
+    return verdict->exit_code;
+  } catch (const xlaunch::cluster::AgentError& e) {
+    std::cerr << "xlaunch-etcd-driver: " << e.what() << "\n";
+    return e.exit_code();
+  }
+}
+
 void print(const KeyValue& kv) {
   std::cout << kv.key << "=" << kv.value << " lease=" << kv.lease
             << " create_revision=" << kv.create_revision << "\n";
@@ -37,6 +101,10 @@ int run(int argc, char** argv) {
   if (argc < 3) throw std::invalid_argument("usage: xlaunch-etcd-driver ENDPOINTS COMMAND ARGS");
   Client client(parse_endpoints(argv[1]), std::chrono::seconds(3));
   std::string command = argv[2];
+  if (command == "member") {
+    if (argc != 10) throw std::invalid_argument("member takes 7 arguments");
+    return member(argv);
+  }
   auto need = [&](int n) {
     if (argc != 3 + n)
       throw std::invalid_argument(command + " takes " + std::to_string(n) + " arguments");
