@@ -278,6 +278,7 @@ Membership Backend::join() {
 
     std::optional<Decision> decided;
     while (!decided) {
+      if (auto f = s.fatal_now()) throw AgentError(fmt::format("cannot join: {}", f->cause), 1);
       auto layout = s.client.get(s.key("layout"));
       if (!layout.kvs.empty()) {
         decided = decode_decision(layout.kvs[0].value);
