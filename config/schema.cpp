@@ -224,8 +224,31 @@ std::vector<KeySpec> build_schema() {
                   }});
   keys.push_back(int_key("num_processes", &Settings::num_processes, 1, 1 << 20, "an integer >= 1",
                          "processes in total, across all machines"));
-  keys.push_back(int_key("num_machines", &Settings::num_machines, 1, 1 << 16, "an integer >= 1",
-                         "machines taking part"));
+  // "N", or torchrun's elastic "MIN:MAX" (num_machines becomes MAX).
+  keys.push_back(
+      {"num_machines", ValueKind::Integer, "an integer >= 1, or MIN:MAX with 1 <= MIN <= MAX",
+       "machines taking part (MIN:MAX: an elastic job)",
+       [](std::string_view text, Settings& into, std::string&) {
+         text = trim(text);
+         const auto colon = text.find(':');
+         const auto low = parse_integer(text.substr(0, colon));
+         const auto high =
+             colon == std::string_view::npos ? low : parse_integer(text.substr(colon + 1));
+         if (!low || !high || *low < 1 || *high < *low || *high > (1 << 16)) {
+           return false;
+         }
+         into.num_machines = static_cast<int>(*high);
+         into.min_machines = static_cast<int>(*low);
+         into.max_machines = static_cast<int>(*high);
+         return true;
+       },
+       [](const Settings& s) -> std::optional<std::string> {
+         if (!s.num_machines) return std::nullopt;
+         if (s.min_machines && s.max_machines && *s.min_machines < *s.max_machines) {
+           return fmt::format("{}:{}", *s.min_machines, *s.max_machines);
+         }
+         return std::to_string(*s.num_machines);
+       }});
   keys.push_back(int_key("machine_rank", &Settings::machine_rank, 0, (1 << 16) - 1,
                          "an integer >= 0, below num_machines", "this machine's rank, 0 = main"));
   keys.push_back(text_key("main_process_ip", &Settings::main_process_ip, ValueKind::Text,

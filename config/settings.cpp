@@ -29,6 +29,8 @@ Settings merge(const Settings& low, const Settings& high) {
   take(out.num_processes, high.num_processes);
   take(out.nproc_per_node, high.nproc_per_node);
   take(out.num_machines, high.num_machines);
+  take(out.min_machines, high.min_machines);
+  take(out.max_machines, high.max_machines);
   take(out.machine_rank, high.machine_rank);
   take(out.main_process_ip, high.main_process_ip);
   take(out.main_process_port, high.main_process_port);

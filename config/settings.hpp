@@ -21,7 +21,9 @@ struct Settings {
   std::optional<MixedPrecision> mixed_precision;
   std::optional<int> num_processes;   // total across machines (accelerate's meaning)
   std::optional<int> nproc_per_node;  // per machine (torchrun's meaning)
-  std::optional<int> num_machines;
+  std::optional<int> num_machines;    // MAX of an elastic MIN:MAX
+  std::optional<int> min_machines;    // --nnodes MIN:MAX (torchrun's elastic range)
+  std::optional<int> max_machines;
   std::optional<int> machine_rank;
   std::optional<std::string> main_process_ip;
   std::optional<int> main_process_port;

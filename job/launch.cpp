@@ -8,9 +8,12 @@
 #include <cmath>
 #include <random>
 
-#include "cluster/agent.hpp"
 #include "cluster/detect.hpp"
+#include "cluster/membership.hpp"
+#include "cluster/store_backend.hpp"
+#include "config/schema.hpp"
 #include "config/usage_error.hpp"
+#include "config/validate.hpp"
 #include "launcher/capacity.hpp"
 #include "launcher/console.hpp"
 #include "launcher/devices.hpp"
@@ -92,8 +95,14 @@ AgentOptions agent_options(const LaunchPlan& plan, const config::Settings& s,
   AgentOptions o;
   // Every machine must use the same keys: the random default run id differs per machine.
   o.run_id = s.rdzv_id.value_or("default");
+  o.job_run_id = plan.run_id;
   o.num_machines = plan.num_machines;
   o.machine_rank = plan.machine_rank;
+  if (s.min_machines && s.max_machines && *s.min_machines < *s.max_machines) {
+    o.min_machines = *s.min_machines;
+    o.max_machines = *s.max_machines;
+  }
+  o.max_restarts = plan.max_restarts;
   o.store_host = plan.machine_rank == 0 ? "127.0.0.1" : plan.master_addr;
   if (plan.machine_rank == 0 && !plan.bind_host.empty() && plan.bind_host != "::" &&
       plan.bind_host != "0.0.0.0") {
@@ -121,6 +130,10 @@ AgentOptions agent_options(const LaunchPlan& plan, const config::Settings& s,
       {"mixed_precision", std::string(config::to_string(plan.mixed_precision))},
       {"heartbeat_timeout", fmt::format("{:g}", heartbeat)},
   });
+  if (o.elastic()) {
+    o.settings +=
+        agreed_settings({{"nnodes", fmt::format("{}:{}", o.min_machines, o.max_machines)}});
+  }
   return o;
 }
 
@@ -146,7 +159,7 @@ void finish_console(RunFiles& files) {
 
 // Stops the agent's monitor before the supervisor it posts to is destroyed.
 struct MonitorStopper {
-  Agent* agent = nullptr;
+  JoinBackend* agent = nullptr;
   ~MonitorStopper() {
     if (agent) agent->stop_monitor();
   }
@@ -175,6 +188,14 @@ int launch(const LaunchRequest& request) {
   std::random_device entropy;
   LaunchPlan plan =
       make_plan(settings, std::move(argv), visible, make_run_id(Clock::now(), entropy()));
+  // Elastic jobs: the launcher given --machine_rank 0 (or no --main_process_ip) hosts the
+  // store; the others take machine ranks by join order, round by round.
+  const bool elastic = settings.min_machines && settings.max_machines &&
+                       *settings.min_machines < *settings.max_machines;
+  if (elastic &&
+      !(settings.machine_rank ? *settings.machine_rank == 0 : !settings.main_process_ip)) {
+    plan.machine_rank = -1;
+  }
   check_machines(plan, settings);
   check_capacity(plan, settings, read_capacity_limits());  // before anything is started
 
@@ -196,26 +217,53 @@ int launch(const LaunchRequest& request) {
   }
   const std::string host = host_name();
 
-  std::unique_ptr<Agent> agent;
+  std::unique_ptr<JoinBackend> agent;
+  // Applies a round's membership: ranks, sizes and the job's run id on this machine.
+  auto adopt = [&](const Membership& m) {
+    plan.world_size = m.layout.world_size();
+    plan.machine_rank = m.machine_rank;
+    plan.num_machines = m.num_machines();
+    plan.rank_offset = m.layout.rank_offset(m.machine_rank);
+    if (!m.layout.run_id.empty()) {
+      if (!config::is_valid_run_id(m.layout.run_id)) {
+        throw LaunchError(fmt::format("machine 0 announced an invalid run id '{}'",
+                                      config::printable(m.layout.run_id)),
+                          exit_status::kFailure);
+      }
+      plan.run_id = m.layout.run_id;
+    }
+  };
   if (plan.num_machines > 1) {
     AgentOptions options = agent_options(plan, settings, host);
     if (!cluster.scheduler.empty()) {
       say("xlaunch: {} detected: machine {} of {}, machine 0 at {}\n", cluster.scheduler,
           plan.machine_rank, plan.num_machines, plan.master_addr);
     }
-    say("xlaunch: machine {} of {}: joining the job at {}:{} (waiting up to {:g}s "
-        "for every machine)\n",
-        plan.machine_rank, plan.num_machines, options.store_host, options.store_port,
-        options.rdzv_timeout.count() / 1000.0);
-    agent = std::make_unique<Agent>(std::move(options));
-    Layout layout;
+    if (options.elastic()) {
+      say("xlaunch: {}: joining the elastic job ({}..{} machines) at {}:{} (waiting up to "
+          "{:g}s)\n",
+          plan.machine_rank == 0 ? "machine 0" : "this machine", options.min_machines,
+          options.max_machines, options.store_host, options.store_port,
+          options.rdzv_timeout.count() / 1000.0);
+    } else {
+      say("xlaunch: machine {} of {}: joining the job at {}:{} (waiting up to {:g}s "
+          "for every machine)\n",
+          plan.machine_rank, plan.num_machines, options.store_host, options.store_port,
+          options.rdzv_timeout.count() / 1000.0);
+    }
+    const bool is_elastic = options.elastic();
+    agent = std::make_unique<StoreBackend>(std::move(options));
     try {
-      layout = agent->join();
+      Membership m = agent->join();
+      adopt(m);
+      plan.first_attempt = m.round;  // a late machine starts at the job's round
     } catch (const AgentError& e) {
       throw LaunchError(e.what(), e.exit_code());
     }
-    plan.world_size = layout.world_size();
-    plan.rank_offset = layout.rank_offset(plan.machine_rank);
+    if (is_elastic) {
+      say("xlaunch: round {}: machine {} of {}, world size {}\n", plan.first_attempt,
+          plan.machine_rank, plan.num_machines, plan.world_size);
+    }
   }
 
   // From the run folder on, a stop signal waits for the supervisor's handlers, so that
@@ -238,12 +286,18 @@ int launch(const LaunchRequest& request) {
   held.reset();
   Supervisor::AttemptHooks hooks;
   hooks.before_attempt = [&](int attempt) {
-    if (attempt == 0) return;
+    if (attempt == plan.first_attempt) return;
     // Each attempt starts from an empty store (on every machine together).
-    if (!agent)
+    if (!agent) {
       store->clear();
-    else
-      agent->begin_round(attempt, [&] { store->clear(); });
+      return;
+    }
+    const int machines_before = plan.num_machines;
+    adopt(agent->begin_round(attempt, [&] { store->clear(); }));
+    if (plan.num_machines != machines_before || settings.min_machines) {
+      say("xlaunch: round {}: machine {} of {}, world size {}\n", attempt, plan.machine_rank,
+          plan.num_machines, plan.world_size);
+    }
   };
   std::optional<FailureRecord> job_failure;
   MonitorStopper stopper;
@@ -253,7 +307,11 @@ int launch(const LaunchRequest& request) {
     };
     hooks.after_attempt = [&](int attempt, const std::optional<FailureRecord>& local) {
       job_failure = agent->finish_round(attempt, local);
-      if (job_failure) say("xlaunch: job failed: {}\n", job_failure->describe());
+      if (job_failure && is_membership_change(*job_failure)) {
+        say("xlaunch: the job's machines changed: {}\n", job_failure->describe());
+      } else if (job_failure) {
+        say("xlaunch: job failed: {}\n", job_failure->describe());
+      }
       return job_failure;
     };
     agent->start_monitor([&](int round, const FailureRecord& failure) {
@@ -272,6 +330,7 @@ int launch(const LaunchRequest& request) {
   // and the monitor's threads, which could take it, are joined first).
   hold_stop_signals();
   if (agent) agent->stop_monitor();
+  if (agent) agent->close(summary.exit_code);
   if (store) store->stop();
   supervising.reset();
   ignore_stop_signals();

@@ -35,6 +35,7 @@ struct LaunchPlan {
   std::string run_id;
   std::optional<std::string> log_dir;  // parent of the per-run folder
   int max_restarts = 0;
+  int first_attempt = 0;  // an elastic job's machine that joins late starts at its round
   std::chrono::milliseconds term_timeout{10'000};
   std::optional<std::set<int>> console_ranks;   // local ranks shown; nullopt: all
   std::vector<ConsoleStreams> console_streams;  // per local rank

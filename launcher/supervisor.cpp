@@ -486,7 +486,7 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
   summary.run_id = s.plan.run_id;
   summary.host = s.host;
   summary.world_size = s.plan.world_size;
-  for (int attempt = 0;; ++attempt) {
+  for (int attempt = s.plan.first_attempt;; ++attempt) {
     if (hooks.before_attempt) hooks.before_attempt(attempt);
     s.attempt = attempt;
     s.run_attempt(attempt);

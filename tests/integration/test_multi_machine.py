@@ -19,7 +19,8 @@ WORKER = r'''
 import json, os, sys, time
 out = os.environ["OUT_DIR"]
 keys = ("RANK", "LOCAL_RANK", "GROUP_RANK", "GROUP_WORLD_SIZE", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
-        "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT")
+        "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_RUN_ID",
+        "XLAUNCH_RUN_ID")
 info = {k: os.environ.get(k) for k in keys}
 info["pid"] = os.getpid()
 attempt = info["TORCHELASTIC_RESTART_COUNT"]
@@ -140,6 +141,41 @@ def test_two_by_two_gloo_all_reduce_across_machines(machines, torch_python):
     for rank, (world, total, group) in sums.items():
         assert world == "4" and float(total) == 10.0
         assert group == str(rank // 2)
+
+
+def test_machine_0s_run_id_is_the_jobs_on_every_machine(machines):
+    # No --rdzv_id: each launcher makes its own random id; machine 0's must win everywhere.
+    logs = machines.tmp / "logs"
+    procs = [machines.start(r, 2, ["--nproc_per_node", "2", "--log_dir", str(logs)])
+             for r in (1, 0)]
+    for p in procs:
+        rc, out, err = machines.finish(p)
+        assert rc == 0, err
+    ranks = machines.ranks()
+    ids = {info["TORCHELASTIC_RUN_ID"] for info in ranks.values()}
+    assert len(ids) == 1 and sorted(ranks) == [0, 1, 2, 3], ranks
+    (run_id,) = ids
+    assert {info["XLAUNCH_RUN_ID"] for info in ranks.values()} == {run_id}
+    # Both launchers share this host's log folder: the second one to create it adds -2.
+    assert sorted(p.name for p in logs.iterdir()) == [run_id, run_id + "-2"]
+
+
+def test_xlaunch_test_across_two_machines_without_rdzv_id(machines):
+    # The self-test's workers meet through keys named by the run id: it hung when every
+    # machine had its own.
+    procs = []
+    for r in (1, 0):
+        cmd = [machines.bin, "test", "--num_machines", "2", "--machine_rank", str(r),
+               "--main_process_ip", "127.0.0.1", "--main_process_port", str(machines.port),
+               "--nproc_per_node", "2", "--backend", "gloo", "--rdzv_timeout", "120"]
+        p = subprocess.Popen(cmd, env=merged_env({}), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+        machines.procs.append(p)
+        procs.append(p)
+    for p in procs:
+        rc, out, err = machines.finish(p, timeout=170)
+        assert rc == 0, out + err
+        assert "xlaunch test: PASS: 2/2 ranks here passed" in out, out
 
 
 def test_three_machines_with_different_local_counts(machines):

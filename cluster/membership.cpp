@@ -1,0 +1,98 @@
+#include "cluster/membership.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace xlaunch::cluster {
+
+namespace {
+
+double seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count()) / 1000.0; }
+
+std::string names(const std::vector<JoinRecord>& records) {
+  std::vector<std::string> out;
+  for (const JoinRecord& r : records) out.push_back(fmt::format("{} (pid {})", r.host, r.pid));
+  return out.empty() ? "none" : fmt::format("{}", fmt::join(out, ", "));
+}
+
+}  // namespace
+
+bool first_round_ready(int arrived, int min_machines, int max_machines, bool last_call_over) {
+  if (arrived >= max_machines) return true;
+  return arrived >= min_machines && last_call_over;
+}
+
+std::vector<int> next_members(const std::vector<int>& members, const std::set<int>& lost_slots,
+                              const std::vector<int>& waiting, int max_machines) {
+  std::vector<int> next;
+  for (int slot : members) {
+    if (!lost_slots.contains(slot)) next.push_back(slot);
+  }
+  for (int slot : waiting) {
+    if (static_cast<int>(next.size()) >= max_machines) break;
+    if (!lost_slots.contains(slot) && std::find(next.begin(), next.end(), slot) == next.end()) {
+      next.push_back(slot);
+    }
+  }
+  return next;
+}
+
+bool admits_newcomer(int members, int waiting, int max_machines, int round, int max_restarts) {
+  return waiting > 0 && members < max_machines && round < max_restarts;
+}
+
+std::variant<Layout, JoinProblem> elastic_layout(std::vector<JoinRecord> records,
+                                                 const std::vector<int>& slots,
+                                                 const std::string& run_id) {
+  const int n = static_cast<int>(records.size());
+  for (int m = 0; m < n; ++m) records[m].machine_rank = m;
+  auto decision = decide_layout(records, n, std::nullopt);
+  if (auto* layout = std::get_if<Layout>(&decision)) {
+    layout->run_id = run_id;
+    layout->slots = slots;
+  }
+  return decision;
+}
+
+FailureRecord machine_joined(const JoinRecord& newcomer, int rank) {
+  FailureRecord r;
+  r.machine_rank = rank;
+  r.host = newcomer.host;
+  r.exit_code = 1;
+  r.restartable = true;
+  r.cause = fmt::format("joined the job (pid {}); re-forming it", newcomer.pid);
+  return r;
+}
+
+FailureRecord machine_left(int rank, const std::string& host,
+                           std::chrono::milliseconds heartbeat_timeout) {
+  FailureRecord r;
+  r.machine_rank = rank;
+  r.host = host;
+  r.exit_code = 1;
+  r.restartable = true;
+  r.cause = fmt::format(
+      "launcher lost: no heartbeat for {:g}s (--heartbeat_timeout); re-forming "
+      "the job without it",
+      seconds(heartbeat_timeout));
+  return r;
+}
+
+bool is_membership_change(const FailureRecord& record) {
+  return record.restartable && record.rank < 0;
+}
+
+JoinProblem too_few_machines(const std::vector<JoinRecord>& present,
+                             const std::vector<JoinRecord>& lost, int min_machines,
+                             std::chrono::milliseconds timeout) {
+  return JoinProblem{
+      1, fmt::format("{} machine{} left, fewer than the minimum {} (--nnodes {}:...), and none "
+                     "joined within --rdzv_timeout {:g}s; lost: {}; present: {}. Restart the "
+                     "lost machines' launchers, or lower MIN",
+                     present.size(), present.size() == 1 ? "" : "s", min_machines, min_machines,
+                     seconds(timeout), names(lost), names(present))};
+}
+
+}  // namespace xlaunch::cluster

@@ -1,0 +1,149 @@
+#include "cluster/store_backend.hpp"
+
+#include <catch2/catch.hpp>
+#include <future>
+#include <thread>
+
+#include "rendezvous/store_server.hpp"
+
+using namespace xlaunch::cluster;
+using namespace std::chrono_literals;
+
+namespace {
+
+AgentOptions options(std::uint16_t port, int machines, int rank, int local) {
+  AgentOptions o;
+  o.run_id = "t";
+  o.job_run_id = "run-of-machine-" + std::to_string(rank);
+  o.num_machines = machines;
+  o.machine_rank = rank;
+  o.store_port = port;
+  o.host = "host" + std::to_string(rank);
+  o.pid = 100 + rank;
+  o.local_processes = local;
+  o.version = "0.1.0";
+  o.settings = agreed_settings({{"max_restarts", "0"}});
+  o.rdzv_timeout = 20s;
+  o.heartbeat_timeout = 2s;
+  return o;
+}
+
+// An in-process store on a free loopback port, as machine 0's launcher hosts it.
+struct Store {
+  xlaunch::rendezvous::StoreServer server{
+      xlaunch::rendezvous::ListeningSocket::bind("127.0.0.1", 0)};
+  Store() { server.start(); }
+  std::uint16_t port() const { return server.port(); }
+};
+
+}  // namespace
+
+TEST_CASE("three launchers join one store and agree on the layout", "[agent][store]") {
+  Store store;
+  std::vector<std::future<Membership>> joins;
+  std::vector<std::unique_ptr<StoreBackend>> agents;
+  const int locals[] = {2, 1, 3};
+  for (int m = 2; m >= 0; --m) {  // machine 0 last: the others wait for its store's answer
+    agents.push_back(std::make_unique<StoreBackend>(options(store.port(), 3, m, locals[m])));
+  }
+  for (auto& agent : agents)
+    joins.push_back(std::async(std::launch::async, [&] { return agent->join(); }));
+  for (auto& join : joins) {
+    Layout layout = join.get().layout;
+    CHECK(layout.local_processes == std::vector<int>{2, 1, 3});
+    CHECK(layout.run_id == "run-of-machine-0");  // one job, one run id
+  }
+}
+
+TEST_CASE("a machine that never comes is named on every launcher", "[agent][store]") {
+  Store store;
+  auto make = [&](int m) {
+    AgentOptions o = options(store.port(), 3, m, 1);
+    o.rdzv_timeout = 300ms;
+    return std::make_unique<StoreBackend>(o);
+  };
+  auto a0 = make(0);
+  auto a2 = make(2);
+  auto f2 = std::async(std::launch::async, [&] { return a2->join(); });
+  try {
+    a0->join();
+    FAIL("machine 0 joined without machine 1");
+  } catch (const AgentError& e) {
+    CHECK(e.exit_code() == 1);
+    CHECK_THAT(e.what(), Catch::Contains("machine rank 1 did not join") &&
+                             Catch::Contains("joined: 0 (host0), 2 (host2)"));
+  }
+  CHECK_THROWS_WITH(f2.get(), Catch::Contains("machine rank 1 did not join"));
+}
+
+TEST_CASE("a worker failure on one machine reaches the others, and every verdict agrees",
+          "[agent][store]") {
+  Store store;
+  StoreBackend a0(options(store.port(), 2, 0, 1));
+  StoreBackend a1(options(store.port(), 2, 1, 1));
+  auto j1 = std::async(std::launch::async, [&] { return a1.join(); });
+  a0.join();
+  j1.get();
+  std::promise<FailureRecord> seen_by_0;
+  a0.start_monitor([&](int round, const FailureRecord& f) {
+    CHECK(round == 0);
+    seen_by_0.set_value(f);
+  });
+  a1.start_monitor([](int, const FailureRecord&) {});
+  FailureRecord failure{1, "host1", 1, 7, true, "exited with code 7"};
+  a1.report_failure(0, failure);
+  CHECK(seen_by_0.get_future().get().describe() == failure.describe());
+  auto v1 = std::async(std::launch::async, [&] { return a1.finish_round(0, failure); });
+  auto v0 = a0.finish_round(0, std::nullopt);
+  REQUIRE(v0);
+  CHECK(v0->describe() == "machine 1 (host1), rank 1: exited with code 7");
+  auto r1 = v1.get();
+  REQUIRE(r1);
+  CHECK(r1->describe() == v0->describe());
+  CHECK(r1->exit_code == 7);
+}
+
+TEST_CASE("a launcher that stops beating is declared lost", "[agent][store]") {
+  Store store;
+  StoreBackend a0(options(store.port(), 2, 0, 1));
+  auto a1 = std::make_unique<StoreBackend>(options(store.port(), 2, 1, 1));
+  auto j1 = std::async(std::launch::async, [&] { return a1->join(); });
+  a0.join();
+  j1.get();
+  a1.reset();  // never beats: like a SIGKILLed launcher
+  std::promise<FailureRecord> lost;
+  a0.start_monitor([&](int, const FailureRecord& f) { lost.set_value(f); });
+  FailureRecord f = lost.get_future().get();
+  CHECK(f.machine_rank == 1);
+  CHECK_FALSE(f.restartable);
+  CHECK_THAT(f.cause, Catch::Contains("no heartbeat for 2s"));
+  auto verdict = a0.finish_round(0, std::nullopt);
+  REQUIRE(verdict);
+  CHECK(verdict->machine_rank == 1);
+}
+
+TEST_CASE("every machine finishing cleanly is a clean verdict, and rounds restart together",
+          "[agent][store]") {
+  Store store;
+  StoreBackend a0(options(store.port(), 2, 0, 1));
+  StoreBackend a1(options(store.port(), 2, 1, 1));
+  auto j1 = std::async(std::launch::async, [&] { return a1.join(); });
+  a0.join();
+  j1.get();
+  a0.start_monitor([](int, const FailureRecord&) {});
+  a1.start_monitor([](int, const FailureRecord&) {});
+  auto v1 = std::async(std::launch::async, [&] { return a1.finish_round(0, std::nullopt); });
+  CHECK_FALSE(a0.finish_round(0, std::nullopt));
+  CHECK_FALSE(v1.get());
+  auto b1 = std::async(std::launch::async, [&] { a1.begin_round(1, [] {}); });
+  bool cleared = false;
+  a0.begin_round(1, [&] {
+    store.server.clear();
+    cleared = true;
+  });
+  b1.get();
+  CHECK(cleared);
+  auto w1 = std::async(std::launch::async, [&] { return a1.finish_round(1, std::nullopt); });
+  CHECK_FALSE(a0.finish_round(1, std::nullopt));
+  CHECK_FALSE(w1.get());
+}
