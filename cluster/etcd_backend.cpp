@@ -13,7 +13,9 @@
 #include "cluster/etcd_client.hpp"
 #include "cluster/etcd_layout.hpp"
 
-namespace xlaunch::cluster::etcd {
+namespace xlaunch::cluster {
+
+using namespace etcd;
 
 using Steady = std::chrono::steady_clock;
 using std::chrono::milliseconds;
@@ -32,8 +34,8 @@ std::vector<Endpoint> endpoints_or_usage_error(const std::string& text) {
 
 }  // namespace
 
-struct Backend::Impl {
-  BackendOptions o;
+struct EtcdBackend::Impl {
+  AgentOptions o;
   Client client;
   milliseconds interval;  // granularity of waits and watches
   std::int64_t lease = 0;
@@ -50,9 +52,9 @@ struct Backend::Impl {
   std::thread keeper;
   std::thread monitor;
 
-  explicit Impl(BackendOptions options)
+  Impl(AgentOptions options, const std::string& endpoints)
       : o(std::move(options)),
-        client(endpoints_or_usage_error(o.endpoints),
+        client(endpoints_or_usage_error(endpoints),
                std::clamp(o.heartbeat_timeout / 3, milliseconds(500), milliseconds(5000))),
         interval(std::clamp(o.heartbeat_timeout / 6, milliseconds(100), milliseconds(1000))) {}
 
@@ -224,11 +226,23 @@ struct Backend::Impl {
   }
 };
 
-Backend::Backend(BackendOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+EtcdBackend::EtcdBackend(AgentOptions options, std::string endpoints) {
+  if (options.elastic()) {
+    throw AgentError(
+        "--rdzv_backend etcd runs fixed-size jobs only: give --nnodes N (not MIN:MAX), or use "
+        "the c10d backend for an elastic job",
+        2);
+  }
+  impl_ = std::make_unique<Impl>(std::move(options), endpoints);
+}
 
-Backend::~Backend() { close(0); }
+const std::vector<std::string>& EtcdBackend::hosts() const { return impl_->decision.hosts; }
 
-Membership Backend::join() {
+EtcdBackend::~EtcdBackend() {
+  if (impl_) close(0);
+}
+
+Membership EtcdBackend::join() {
   Impl& s = *impl_;
   const auto ttl = std::max(milliseconds(2000), s.o.heartbeat_timeout);
   // etcd must answer at start within heartbeat_timeout: a wrong endpoint fails fast.
@@ -274,7 +288,7 @@ Membership Backend::join() {
     }
     JoinRecord me{s.o.machine_rank,    s.o.host,    s.o.pid,
                   s.o.local_processes, s.o.version, s.o.settings};
-    s.client.put(member_key(s.o.run_id, s.lease), cluster::encode(me), s.lease);
+    s.client.put(member_key(s.o.run_id, s.lease), encode_member(me, s.o.job_run_id), s.lease);
 
     std::optional<Decision> decided;
     while (!decided) {
@@ -289,7 +303,9 @@ Membership Backend::join() {
       for (const auto& kv : listed.kvs) {
         auto l = lease_of_member_key(s.o.run_id, kv.key);
         if (!l) continue;
-        members.push_back({*l, kv.create_revision, decode_join(kv.value)});
+        Member m{*l, kv.create_revision, {}, {}};
+        decode_member(kv.value, m);
+        members.push_back(std::move(m));
       }
       if (auto d = decide(members, s.o.num_machines, s.o.total_processes)) {
         auto won = s.client.create(s.key("layout"), encode(*d));
@@ -327,10 +343,10 @@ Membership Backend::join() {
         2);
   }
   s.rank = static_cast<int>(mine - s.decision.leases.begin());
-  return Membership{std::get<Layout>(s.decision.outcome), s.rank, s.decision.hosts};
+  return Membership{std::get<Layout>(s.decision.outcome), s.rank, 0};
 }
 
-void Backend::start_monitor(OnStop on_stop) {
+void EtcdBackend::start_monitor(OnStop on_stop) {
   Impl& s = *impl_;
   {
     std::lock_guard lock(s.mu);
@@ -340,7 +356,7 @@ void Backend::start_monitor(OnStop on_stop) {
   s.monitor = std::thread([&s] { s.monitor_loop(); });
 }
 
-void Backend::stop_monitor() {
+void EtcdBackend::stop_monitor() {
   Impl& s = *impl_;
   s.stopping = true;
   s.wake.notify_all();
@@ -348,7 +364,7 @@ void Backend::stop_monitor() {
   if (s.keeper.joinable()) s.keeper.join();
 }
 
-void Backend::close(int /*exit_code*/) {
+void EtcdBackend::close(int /*exit_code*/) {
   Impl& s = *impl_;
   stop_monitor();
   if (s.lease != 0) {
@@ -361,7 +377,7 @@ void Backend::close(int /*exit_code*/) {
   }
 }
 
-void Backend::begin_round(int round, const std::function<void()>& clear_store) {
+Membership EtcdBackend::begin_round(int round, const std::function<void()>& clear_store) {
   Impl& s = *impl_;
   s.round = round;
   const std::string go = s.rkey(round, "go");
@@ -388,9 +404,10 @@ void Backend::begin_round(int round, const std::function<void()>& clear_store) {
     throw AgentError(fmt::format("etcd refused the round's start: {}", e.what()), 1);
   }
   if (lost) throw AgentError(fmt::format("job failed: {}", lost->describe()), lost->exit_code);
+  return Membership{std::get<Layout>(s.decision.outcome), s.rank, round};
 }
 
-FailureRecord Backend::report_failure(int round, const FailureRecord& record) {
+FailureRecord EtcdBackend::report_failure(int round, const FailureRecord& record) {
   Impl& s = *impl_;
   try {
     auto won = s.client.create(s.rkey(round, "failure"), cluster::encode(record));
@@ -400,7 +417,8 @@ FailureRecord Backend::report_failure(int round, const FailureRecord& record) {
   }
 }
 
-std::optional<FailureRecord> Backend::finish_round(int round, std::optional<FailureRecord> local) {
+std::optional<FailureRecord> EtcdBackend::finish_round(int round,
+                                                       std::optional<FailureRecord> local) {
   Impl& s = *impl_;
   if (local) report_failure(round, *local);
   const int n = static_cast<int>(s.decision.leases.size());
@@ -451,4 +469,4 @@ std::optional<FailureRecord> Backend::finish_round(int round, std::optional<Fail
   }
 }
 
-}  // namespace xlaunch::cluster::etcd
+}  // namespace xlaunch::cluster

@@ -4,69 +4,41 @@
 // to start first; rank 0 of the job hosts the workers' store. Keys: etcd_layout.hpp.
 #pragma once
 
-#include <chrono>
-#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "cluster/agent.hpp"
+#include "cluster/join_backend.hpp"
 
-namespace xlaunch::cluster::etcd {
+namespace xlaunch::cluster {
 
-struct BackendOptions {
-  std::string run_id;     // --rdzv_id: names the keys
-  std::string endpoints;  // --rdzv_endpoint: "host:port[,host:port...]"
-  int num_machines = 1;
-  int machine_rank = -1;  // -1: assigned in arrival order
-  std::string host;       // this machine's address, which the others use for rank 0's store
-  long pid = 0;
-  int local_processes = 1;
-  std::string version;
-  std::string settings;  // agreed_settings(...)
-  std::optional<int> total_processes;
-  std::chrono::milliseconds rdzv_timeout{std::chrono::seconds(900)};
-  /// The lease's TTL: a launcher silent this long is lost. Also how long etcd may stay
-  /// unreachable, at start or later, before this launcher gives up.
-  std::chrono::milliseconds heartbeat_timeout{std::chrono::seconds(30)};
-};
-
-/// The job as this launcher sees it after the join.
-struct Membership {
-  Layout layout;
-  int machine_rank = 0;
-  std::vector<std::string> hosts;  // per machine rank; hosts[0] runs the workers' store
-};
-
-class Backend {
+class EtcdBackend final : public JoinBackend {
  public:
-  using OnStop = std::function<void(int round, const FailureRecord&)>;
+  /// `endpoints`: --rdzv_endpoint, "host:port[,host:port...]" (AgentError exit 2 when it
+  /// does not parse). options.machine_rank -1: ranks by arrival. options.heartbeat_timeout
+  /// is the lease's TTL, and how long etcd may stay unreachable (at start or later).
+  /// Fixed-size jobs only: elastic options are refused (AgentError exit 2).
+  EtcdBackend(AgentOptions options, std::string endpoints);
+  ~EtcdBackend() override;  // stops the threads and revokes the lease
 
-  /// Throws AgentError (exit 2) for endpoints that do not parse.
-  explicit Backend(BackendOptions options);
-  ~Backend();  // stops the threads and revokes the lease
-
-  /// Registers and waits for the job to form. Throws AgentError: exit 1 when etcd cannot be
-  /// reached within heartbeat_timeout or too few machines join within rdzv_timeout; exit 2
-  /// when the machines disagree or the job formed without this launcher.
-  Membership join();
-  /// Watches for the round's failure and lost machines (after join); `on_stop` is called
-  /// on the monitor thread at most once per round.
-  void start_monitor(OnStop on_stop);
-  /// Round r >= 1: machine 0 runs clear_store then announces the round; the others wait.
-  void begin_round(int round, const std::function<void()>& clear_store);
-  /// Publishes this machine's failure unless another came first; returns the winner.
-  FailureRecord report_failure(int round, const FailureRecord& record);
-  /// Waits for the round's verdict: its failure, or nullopt when every machine succeeded.
-  std::optional<FailureRecord> finish_round(int round, std::optional<FailureRecord> local);
-  void stop_monitor();
+  /// Throws AgentError: exit 1 when etcd cannot be reached within heartbeat_timeout or too
+  /// few machines join within rdzv_timeout; exit 2 when the machines disagree or the job
+  /// formed without this launcher.
+  Membership join() override;
+  void start_monitor(OnStop on_stop) override;
+  Membership begin_round(int round, const std::function<void()>& clear_store) override;
+  FailureRecord report_failure(int round, const FailureRecord& record) override;
+  std::optional<FailureRecord> finish_round(int round, std::optional<FailureRecord> local) override;
+  void stop_monitor() override;
   /// Revokes the lease (the other launchers see this one leave at once); idempotent.
-  void close(int exit_code);
+  void close(int exit_code) override;
+
+  /// After join: each machine rank's host; hosts()[0] runs the workers' store.
+  const std::vector<std::string>& hosts() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace xlaunch::cluster::etcd
+}  // namespace xlaunch::cluster

@@ -30,6 +30,21 @@ std::optional<std::int64_t> lease_of_member_key(std::string_view run_id, std::st
   return lease;
 }
 
+std::string encode_member(const JoinRecord& record, std::string_view job_run_id) {
+  std::string run(job_run_id);
+  std::replace(run.begin(), run.end(), '\n', ' ');
+  return fmt::format("job_run_id={}\n{}", run, cluster::encode(record));
+}
+
+void decode_member(std::string_view text, Member& into) {
+  constexpr std::string_view head = "job_run_id=";
+  auto nl = text.find('\n');
+  if (!text.starts_with(head) || nl == std::string_view::npos)
+    throw std::invalid_argument("a member record without its job_run_id line");
+  into.job_run_id = std::string(text.substr(head.size(), nl - head.size()));
+  into.record = decode_join(text.substr(nl + 1));
+}
+
 std::optional<Decision> decide(std::vector<Member> members, int num_machines,
                                std::optional<int> total_processes) {
   if (static_cast<int>(members.size()) < num_machines) return std::nullopt;
@@ -57,12 +72,13 @@ std::optional<Decision> decide(std::vector<Member> members, int num_machines,
     if (given == 0) records.back().machine_rank = static_cast<int>(i);  // arrival order
   }
   decision.outcome = decide_layout(records, num_machines, total_processes);
-  if (std::holds_alternative<Layout>(decision.outcome)) {
+  if (auto* layout = std::get_if<Layout>(&decision.outcome)) {
     decision.leases.assign(num_machines, 0);
     decision.hosts.assign(num_machines, "");
     for (std::size_t i = 0; i < members.size(); ++i) {
       decision.leases[records[i].machine_rank] = members[i].lease;
       decision.hosts[records[i].machine_rank] = records[i].host;
+      if (records[i].machine_rank == 0) layout->run_id = members[i].job_run_id;
     }
   }
   return decision;

@@ -1,7 +1,8 @@
 // The etcd join's keys and decisions, pure (unit-tested). Keys of one job live under
 // "/xlaunch/<run_id>/" (docs/multi-machine.md, "## etcd"):
 //
-//   members/<lease>      a launcher's JoinRecord, on its lease: it vanishes when the launcher
+//   members/<lease>      a launcher's JoinRecord and run id, on its lease: it vanishes when the
+//   launcher
 //                        exits (revoke) or stops renewing (crash, SIGKILL, lost network)
 //   layout               the job, decided once (create-if-absent txn) by the first launcher
 //                        to see enough members: "members <lease> <lease> ..." in rank order,
@@ -35,7 +36,13 @@ struct Member {
   std::int64_t lease = 0;
   std::int64_t create_revision = 0;
   JoinRecord record;
+  std::string job_run_id;  // the launcher's own run id: rank 0's becomes the job's
 };
+
+/// A members/ value: the JoinRecord and a "job_run_id=" line.
+std::string encode_member(const JoinRecord& record, std::string_view job_run_id);
+/// Fills record and job_run_id; throws std::invalid_argument for a malformed value.
+void decode_member(std::string_view text, Member& into);
 
 /// The lease a members/ key names; nullopt for a key that is not one.
 std::optional<std::int64_t> lease_of_member_key(std::string_view run_id, std::string_view key);

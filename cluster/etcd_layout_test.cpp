@@ -15,7 +15,7 @@ Member member(std::int64_t lease, std::int64_t revision, int rank, const std::st
   r.local_processes = local;
   r.version = "1.0";
   r.settings = "s.mixed_precision=no\n";
-  return Member{lease, revision, r};
+  return Member{lease, revision, r, "run-" + host};
 }
 }  // namespace
 
@@ -43,6 +43,19 @@ TEST_CASE("etcd join: ranks follow arrival when no launcher gives one", "[etcd]"
   CHECK(d->leases == std::vector<std::int64_t>{3, 5, 7});
   CHECK(d->hosts == std::vector<std::string>{"first", "second", "late"});
   CHECK(layout.local_processes == std::vector<int>{2, 3, 2});
+  CHECK(layout.run_id == "run-first");  // rank 0's run id is the job's
+}
+
+TEST_CASE("etcd member values carry the record and the launcher's run id", "[etcd]") {
+  Member m = member(1, 1, 3, "hostA");
+  Member back;
+  decode_member(encode_member(m.record, "20261123-abc"), back);
+  CHECK(back.job_run_id == "20261123-abc");
+  CHECK(back.record.machine_rank == 3);
+  CHECK(back.record.host == "hostA");
+  CHECK(back.record.settings == m.record.settings);
+  CHECK_THROWS_AS(decode_member(xlaunch::cluster::encode(m.record), back), std::invalid_argument);
+  CHECK_THROWS_AS(decode_member("job_run_id=x", back), std::invalid_argument);
 }
 
 TEST_CASE("etcd join: the first arrivals form the job, later ones are left out", "[etcd]") {
@@ -87,6 +100,7 @@ TEST_CASE("etcd layout values round-trip", "[etcd]") {
   CHECK(back.leases == d.leases);
   CHECK(back.hosts == std::vector<std::string>{"h_a", "b"});
   CHECK(std::get<Layout>(back.outcome).local_processes == std::vector<int>{2, 4});
+  CHECK(std::get<Layout>(back.outcome).run_id == "run-h a");
 
   Decision problem;
   problem.outcome = JoinProblem{2, "they disagree\n  on this"};

@@ -40,8 +40,8 @@ long long number(const char* text) {
 }
 
 int member(char** argv) {
-  BackendOptions o;
-  o.endpoints = argv[1];
+  xlaunch::cluster::AgentOptions o;
+  o.job_run_id = std::string("run-") + argv[6];
   o.run_id = argv[3];
   o.num_machines = static_cast<int>(number(argv[4]));
   o.machine_rank = static_cast<int>(number(argv[5]));
@@ -53,13 +53,13 @@ int member(char** argv) {
   o.heartbeat_timeout = std::chrono::seconds(number(argv[9]));
   const std::string outcome = argv[8];
   try {
-    Backend backend(o);
-    Membership m = backend.join();
+    xlaunch::cluster::EtcdBackend backend(o, argv[1]);
+    xlaunch::cluster::Membership m = backend.join();
     std::string hosts;
-    for (const auto& h : m.hosts) hosts += (hosts.empty() ? "" : ",") + h;
+    for (const auto& h : backend.hosts()) hosts += (hosts.empty() ? "" : ",") + h;
     std::cout << "joined rank=" << m.machine_rank << " world=" << m.layout.world_size()
               << " offset=" << m.layout.rank_offset(m.machine_rank) << " hosts=" << hosts
-              << std::endl;
+              << " run=" << m.layout.run_id << std::endl;
     std::mutex mu;
     std::condition_variable cv;
     std::optional<xlaunch::cluster::FailureRecord> stopped;
