@@ -39,6 +39,7 @@ struct EtcdBackend::Impl {
   Client client;
   milliseconds interval;  // granularity of waits and watches
   std::int64_t lease = 0;
+  int store_port = 0;  // this launcher's
   Decision decision;
   int rank = -1;
 
@@ -226,7 +227,7 @@ struct EtcdBackend::Impl {
   }
 };
 
-EtcdBackend::EtcdBackend(AgentOptions options, std::string endpoints) {
+EtcdBackend::EtcdBackend(AgentOptions options, std::string endpoints, int store_port) {
   if (options.elastic()) {
     throw AgentError(
         "--rdzv_backend etcd runs fixed-size jobs only: give --nnodes N (not MIN:MAX), or use "
@@ -234,6 +235,11 @@ EtcdBackend::EtcdBackend(AgentOptions options, std::string endpoints) {
         2);
   }
   impl_ = std::make_unique<Impl>(std::move(options), endpoints);
+  impl_->store_port = store_port;
+}
+
+int EtcdBackend::store_port() const {
+  return impl_->decision.ports.empty() ? 0 : impl_->decision.ports[0];
 }
 
 const std::vector<std::string>& EtcdBackend::hosts() const { return impl_->decision.hosts; }
@@ -288,7 +294,8 @@ Membership EtcdBackend::join() {
     }
     JoinRecord me{s.o.machine_rank,    s.o.host,    s.o.pid,
                   s.o.local_processes, s.o.version, s.o.settings};
-    s.client.put(member_key(s.o.run_id, s.lease), encode_member(me, s.o.job_run_id), s.lease);
+    s.client.put(member_key(s.o.run_id, s.lease), encode_member(me, s.o.job_run_id, s.store_port),
+                 s.lease);
 
     std::optional<Decision> decided;
     while (!decided) {
@@ -303,7 +310,7 @@ Membership EtcdBackend::join() {
       for (const auto& kv : listed.kvs) {
         auto l = lease_of_member_key(s.o.run_id, kv.key);
         if (!l) continue;
-        Member m{*l, kv.create_revision, {}, {}};
+        Member m{*l, kv.create_revision, {}, {}, 0};
         decode_member(kv.value, m);
         members.push_back(std::move(m));
       }

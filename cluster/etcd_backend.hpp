@@ -17,8 +17,10 @@ class EtcdBackend final : public JoinBackend {
   /// `endpoints`: --rdzv_endpoint, "host:port[,host:port...]" (AgentError exit 2 when it
   /// does not parse). options.machine_rank -1: ranks by arrival. options.heartbeat_timeout
   /// is the lease's TTL, and how long etcd may stay unreachable (at start or later).
-  /// Fixed-size jobs only: elastic options are refused (AgentError exit 2).
-  EtcdBackend(AgentOptions options, std::string endpoints);
+  /// `store_port`: where this launcher's workers' store listens should it be rank 0 (every
+  /// launcher binds one before the join; only rank 0's is used). Fixed-size jobs only:
+  /// elastic options are refused (AgentError exit 2).
+  EtcdBackend(AgentOptions options, std::string endpoints, int store_port);
   ~EtcdBackend() override;  // stops the threads and revokes the lease
 
   /// Throws AgentError: exit 1 when etcd cannot be reached within heartbeat_timeout or too
@@ -35,6 +37,8 @@ class EtcdBackend final : public JoinBackend {
 
   /// After join: each machine rank's host; hosts()[0] runs the workers' store.
   const std::vector<std::string>& hosts() const;
+  /// After join: the workers' store, on rank 0's host.
+  int store_port() const;
 
  private:
   struct Impl;

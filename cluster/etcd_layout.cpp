@@ -30,19 +30,28 @@ std::optional<std::int64_t> lease_of_member_key(std::string_view run_id, std::st
   return lease;
 }
 
-std::string encode_member(const JoinRecord& record, std::string_view job_run_id) {
+std::string encode_member(const JoinRecord& record, std::string_view job_run_id, int store_port) {
   std::string run(job_run_id);
   std::replace(run.begin(), run.end(), '\n', ' ');
-  return fmt::format("job_run_id={}\n{}", run, cluster::encode(record));
+  return fmt::format("job_run_id={}\nstore_port={}\n{}", run, store_port, cluster::encode(record));
 }
 
 void decode_member(std::string_view text, Member& into) {
-  constexpr std::string_view head = "job_run_id=";
-  auto nl = text.find('\n');
-  if (!text.starts_with(head) || nl == std::string_view::npos)
-    throw std::invalid_argument("a member record without its job_run_id line");
-  into.job_run_id = std::string(text.substr(head.size(), nl - head.size()));
-  into.record = decode_join(text.substr(nl + 1));
+  auto line = [&](std::string_view head) {
+    auto nl = text.find('\n');
+    if (!text.starts_with(head) || nl == std::string_view::npos)
+      throw std::invalid_argument(fmt::format("a member record without its {} line", head));
+    std::string_view value = text.substr(head.size(), nl - head.size());
+    text.remove_prefix(nl + 1);
+    return value;
+  };
+  into.job_run_id = std::string(line("job_run_id="));
+  auto port = line("store_port=");
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), into.store_port);
+  if (ec != std::errc() || end != port.data() + port.size() || into.store_port < 0 ||
+      into.store_port > 65535)
+    throw std::invalid_argument("a member record with a bad store_port");
+  into.record = decode_join(text);
 }
 
 std::optional<Decision> decide(std::vector<Member> members, int num_machines,
@@ -75,9 +84,11 @@ std::optional<Decision> decide(std::vector<Member> members, int num_machines,
   if (auto* layout = std::get_if<Layout>(&decision.outcome)) {
     decision.leases.assign(num_machines, 0);
     decision.hosts.assign(num_machines, "");
+    decision.ports.assign(num_machines, 0);
     for (std::size_t i = 0; i < members.size(); ++i) {
       decision.leases[records[i].machine_rank] = members[i].lease;
       decision.hosts[records[i].machine_rank] = records[i].host;
+      decision.ports[records[i].machine_rank] = members[i].store_port;
       if (records[i].machine_rank == 0) layout->run_id = members[i].job_run_id;
     }
   }
@@ -91,8 +102,8 @@ std::string encode(const Decision& d) {
         host.begin(), host.end(), [](char c) { return c == ' ' || c == '\n'; }, '_');
     hosts.push_back(host.empty() ? "?" : host);
   }
-  return fmt::format("members {}\nhosts {}\n{}", fmt::join(d.leases, " "), fmt::join(hosts, " "),
-                     encode_layout(d.outcome));
+  return fmt::format("members {}\nhosts {}\nports {}\n{}", fmt::join(d.leases, " "),
+                     fmt::join(hosts, " "), fmt::join(d.ports, " "), encode_layout(d.outcome));
 }
 
 namespace {
@@ -129,9 +140,17 @@ Decision decode_decision(std::string_view text) {
     d.leases.push_back(lease);
   }
   for (auto word : words(take_line(text, "hosts"))) d.hosts.emplace_back(word);
+  for (auto word : words(take_line(text, "ports"))) {
+    int port = 0;
+    auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), port);
+    if (ec != std::errc() || end != word.data() + word.size() || port < 0 || port > 65535)
+      throw std::invalid_argument("bad port in an xlaunch etcd layout");
+    d.ports.push_back(port);
+  }
   d.outcome = decode_layout(text);
   if (const auto* layout = std::get_if<Layout>(&d.outcome)) {
-    if (layout->local_processes.size() != d.leases.size() || d.hosts.size() != d.leases.size())
+    if (layout->local_processes.size() != d.leases.size() || d.hosts.size() != d.leases.size() ||
+        d.ports.size() != d.leases.size())
       throw std::invalid_argument("an xlaunch etcd layout whose lists differ in length");
   }
   return d;

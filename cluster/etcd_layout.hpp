@@ -5,8 +5,9 @@
 //   launcher
 //                        exits (revoke) or stops renewing (crash, SIGKILL, lost network)
 //   layout               the job, decided once (create-if-absent txn) by the first launcher
-//                        to see enough members: "members <lease> <lease> ..." in rank order,
-//                        then the agent's encoded layout (or the join's error)
+//                        to see enough members: "members <lease> ...", "hosts <host> ...",
+//                        "ports <port> ..." in rank order, then the agent's encoded layout
+//                        (or the join's error)
 //   round/<r>/failure    the round's first failure (create-if-absent: the first one wins)
 //   round/<r>/done/<m>   machine m's workers of round r have all ended
 //   round/<r>/verdict    "ok" or the failure, written once by the first launcher that sees
@@ -37,11 +38,12 @@ struct Member {
   std::int64_t create_revision = 0;
   JoinRecord record;
   std::string job_run_id;  // the launcher's own run id: rank 0's becomes the job's
+  int store_port = 0;      // the port its workers' store would listen on, were it rank 0
 };
 
-/// A members/ value: the JoinRecord and a "job_run_id=" line.
-std::string encode_member(const JoinRecord& record, std::string_view job_run_id);
-/// Fills record and job_run_id; throws std::invalid_argument for a malformed value.
+/// A members/ value: "job_run_id=" and "store_port=" lines, then the JoinRecord.
+std::string encode_member(const JoinRecord& record, std::string_view job_run_id, int store_port);
+/// Fills record, job_run_id and store_port; throws std::invalid_argument when malformed.
 void decode_member(std::string_view text, Member& into);
 
 /// The lease a members/ key names; nullopt for a key that is not one.
@@ -53,6 +55,7 @@ struct Decision {
   std::vector<std::int64_t> leases;           // rank order
   std::variant<Layout, JoinProblem> outcome;  // Layout.local_processes in rank order
   std::vector<std::string> hosts;             // rank order: rank 0's host runs the store
+  std::vector<int> ports;                     // rank order: their store ports
 };
 
 /// Decides the job from the members present, or nullopt while fewer than num_machines are.

@@ -15,7 +15,7 @@ Member member(std::int64_t lease, std::int64_t revision, int rank, const std::st
   r.local_processes = local;
   r.version = "1.0";
   r.settings = "s.mixed_precision=no\n";
-  return Member{lease, revision, r, "run-" + host};
+  return Member{lease, revision, r, "run-" + host, static_cast<int>(30000 + lease)};
 }
 }  // namespace
 
@@ -42,6 +42,7 @@ TEST_CASE("etcd join: ranks follow arrival when no launcher gives one", "[etcd]"
   const auto& layout = std::get<Layout>(d->outcome);
   CHECK(d->leases == std::vector<std::int64_t>{3, 5, 7});
   CHECK(d->hosts == std::vector<std::string>{"first", "second", "late"});
+  CHECK(d->ports == std::vector<int>{30003, 30005, 30007});
   CHECK(layout.local_processes == std::vector<int>{2, 3, 2});
   CHECK(layout.run_id == "run-first");  // rank 0's run id is the job's
 }
@@ -49,8 +50,11 @@ TEST_CASE("etcd join: ranks follow arrival when no launcher gives one", "[etcd]"
 TEST_CASE("etcd member values carry the record and the launcher's run id", "[etcd]") {
   Member m = member(1, 1, 3, "hostA");
   Member back;
-  decode_member(encode_member(m.record, "20261123-abc"), back);
+  decode_member(encode_member(m.record, "20261123-abc", 41234), back);
   CHECK(back.job_run_id == "20261123-abc");
+  CHECK(back.store_port == 41234);
+  CHECK_THROWS_AS(decode_member("job_run_id=x\nstore_port=70000\nmachine=0\n", back),
+                  std::invalid_argument);
   CHECK(back.record.machine_rank == 3);
   CHECK(back.record.host == "hostA");
   CHECK(back.record.settings == m.record.settings);
@@ -99,6 +103,7 @@ TEST_CASE("etcd layout values round-trip", "[etcd]") {
   auto back = decode_decision(encode(d));
   CHECK(back.leases == d.leases);
   CHECK(back.hosts == std::vector<std::string>{"h_a", "b"});
+  CHECK(back.ports == std::vector<int>{30011, 30022});
   CHECK(std::get<Layout>(back.outcome).local_processes == std::vector<int>{2, 4});
   CHECK(std::get<Layout>(back.outcome).run_id == "run-h a");
 
@@ -112,10 +117,12 @@ TEST_CASE("etcd layout values round-trip", "[etcd]") {
 TEST_CASE("malformed etcd layout values are refused", "[etcd]") {
   CHECK_THROWS_AS(decode_decision(""), std::invalid_argument);
   CHECK_THROWS_AS(decode_decision("ok\n2"), std::invalid_argument);
-  CHECK_THROWS_AS(decode_decision("members x\nhosts a\nok\n2"), std::invalid_argument);
-  CHECK_THROWS_AS(decode_decision("members 1 2\nhosts a\nok\n2,2"), std::invalid_argument);
-  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nok\n2,2"), std::invalid_argument);
-  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nmaybe\n2"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members x\nhosts a\nports 1\nok\n2"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1 2\nhosts a\nports 1\nok\n2,2"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nports 1\nok\n2,2"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nports 1\nmaybe\n2"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nports 99999\nok\n2"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nok\n2"), std::invalid_argument);
 }
 
 TEST_CASE("too few machines: the message names etcd, who joined and the timeout", "[etcd]") {

@@ -53,13 +53,13 @@ int member(char** argv) {
   o.heartbeat_timeout = std::chrono::seconds(number(argv[9]));
   const std::string outcome = argv[8];
   try {
-    xlaunch::cluster::EtcdBackend backend(o, argv[1]);
+    xlaunch::cluster::EtcdBackend backend(o, argv[1], 20000 + static_cast<int>(getpid() % 10000));
     xlaunch::cluster::Membership m = backend.join();
     std::string hosts;
     for (const auto& h : backend.hosts()) hosts += (hosts.empty() ? "" : ",") + h;
     std::cout << "joined rank=" << m.machine_rank << " world=" << m.layout.world_size()
               << " offset=" << m.layout.rank_offset(m.machine_rank) << " hosts=" << hosts
-              << " run=" << m.layout.run_id << std::endl;
+              << " run=" << m.layout.run_id << " store_port=" << backend.store_port() << std::endl;
     std::mutex mu;
     std::condition_variable cv;
     std::optional<xlaunch::cluster::FailureRecord> stopped;

@@ -242,6 +242,10 @@ def test_join_three_machines_in_any_order(members, etcd, driver):
     order = hosts.pop().split(",")
     for i, j in enumerate(joined):
         assert order[int(j["rank"])] == f"host{i}"
+    # One store for the job (rank 0's) and one run id (rank 0's), on every launcher.
+    assert len({j["store_port"] for j in joined}) == 1
+    rank0 = next(i for i, j in enumerate(joined) if j["rank"] == "0")
+    assert {j["run"] for j in joined} == {f"run-host{rank0}"}
     offsets = sorted(int(j["offset"]) for j in joined)
     assert len(set(offsets)) == 3 and offsets[0] == 0
     for p in procs:
