@@ -44,7 +44,10 @@ const KeyFlag kKeyFlags[] = {
      "Address of machine 0's store (default 127.0.0.1)", kMachines},
     {"main_process_port", "--main_process_port,--master_port",
      "Port of the store (default 0: a free port; 29500 with several machines)", kMachines},
-    {"rdzv_backend", "--rdzv_backend", "static or c10d: both use xlaunch's store", kMachines},
+    {"rdzv_backend", "--rdzv_backend",
+     "static or c10d (xlaunch's store), etcd or etcd-v2 (an etcd cluster at "
+     "--main_process_ip:port)",
+     kMachines},
     {"rdzv_id", "--rdzv_id,--run_id", "Run id (default: date-time and random hex)", kMachines},
     {"rdzv_timeout", "--rdzv_timeout", "Seconds to wait for every machine (default 900)",
      kMachines},
