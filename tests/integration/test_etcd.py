@@ -329,4 +329,134 @@ def test_etcd_unreachable_at_start_is_a_clear_error(members, etcd):
     code, out, err = members.finish(proc)
     assert code == 1
     assert f"cannot join through etcd: cannot reach etcd at {endpoint}" in err
-    assert f"check that etcd runs at --rdzv_endpoint {endpoint}" in err
+    assert f"check that etcd runs at {endpoint} (--main_process_ip/--main_process_port)" in err
+
+
+# --- whole jobs: `xlaunch launch --rdzv_backend etcd` ------------------------------------
+
+ALLREDUCE = r'''
+import os, sys, time, torch, torch.distributed as dist
+dist.init_process_group("gloo", init_method="env://")
+rank, world = dist.get_rank(), dist.get_world_size()
+t = torch.tensor([float(rank + 1)])
+dist.all_reduce(t)
+assert t.item() == world * (world + 1) / 2, t
+out = os.environ["OUT_DIR"]
+with open(os.path.join(out, f"sum_{rank}"), "w") as f:
+    f.write(f"{world} {t.item()} {os.environ['GROUP_RANK']} {os.environ['MASTER_PORT']} "
+            f"{os.environ['TORCHELASTIC_RUN_ID']} {os.getpid()}")
+dist.destroy_process_group()
+if os.environ.get("MODE") == "hang":
+    time.sleep(600)
+'''
+
+
+class Launchers:
+    """`xlaunch launch --rdzv_backend etcd` processes, each one machine; killed at the end."""
+
+    def __init__(self, xlaunch_bin, python, tmp_path):
+        self.bin = xlaunch_bin
+        self.python = python
+        self.out = tmp_path / "out"
+        self.out.mkdir()
+        self.program = tmp_path / "allreduce.py"
+        self.program.write_text(ALLREDUCE)
+        self.procs = []
+
+    def start(self, endpoint, run_id, machines=2, extra=(), env=None, backend="etcd"):
+        host, port = endpoint.split(",")[0].rsplit(":", 1)
+        cmd = [self.bin, "launch", "--python", self.python, "--num_machines", str(machines),
+               "--nproc_per_node", "2", "--rdzv_backend", backend, "--main_process_ip", host,
+               "--main_process_port", port, "--rdzv_id", run_id, "--heartbeat_timeout",
+               HEARTBEAT, *extra, str(self.program)]
+        proc = subprocess.Popen(cmd, env=dict(os.environ, OUT_DIR=str(self.out), **(env or {})),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def finish(self, proc):
+        out, err = proc.communicate(timeout=TIMEOUT)
+        return proc.returncode, out, err
+
+    def sums(self):
+        return {int(f.name.split("_")[1]): f.read_text().split() for f in self.out.glob("sum_*")}
+
+    def stop(self):
+        for proc in self.procs:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the launcher's session, workers too
+            except ProcessLookupError:
+                pass
+            proc.communicate()
+        for s in self.sums().values():  # workers of a SIGKILLed launcher (MODE=hang)
+            try:
+                os.kill(int(s[5]), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.fixture
+def launchers(xlaunch_bin, torch_python, tmp_path):
+    l = Launchers(xlaunch_bin, torch_python, tmp_path)
+    yield l
+    l.stop()
+
+
+@pytest.mark.parametrize("backend", ["etcd", "etcd-v2"])
+def test_launch_two_machines_through_etcd(launchers, etcd, backend):
+    procs = [launchers.start(etcd.endpoints, "job-x", backend=backend) for _ in range(2)]
+    outs = [launchers.finish(p) for p in procs]
+    for code, out, err in outs:
+        assert code == 0, err
+        assert f"joining the 2-machine job through etcd at {etcd.endpoints}" in err + out
+    sums = launchers.sums()
+    assert sorted(sums) == [0, 1, 2, 3]
+    # One world of 4, one store (rank 0's), the run id everywhere, both machines' ranks.
+    assert {s[0] for s in sums.values()} == {"4"}
+    assert {s[1] for s in sums.values()} == {"10.0"}
+    assert {s[2] for s in sums.values()} == {"0", "1"}
+    assert len({s[3] for s in sums.values()}) == 1
+    assert {s[4] for s in sums.values()} == {"job-x"}
+
+
+def test_launch_machine_lost_when_its_launcher_is_killed(launchers, etcd):
+    procs = [launchers.start(etcd.endpoints, "job-y", env={"MODE": "hang"}) for _ in range(2)]
+    # Both machines' workers ran their all-reduce: the job is formed and running.
+    deadline = time.monotonic() + TIMEOUT
+    while len(launchers.sums()) < 4 and time.monotonic() < deadline:
+        assert all(p.poll() is None for p in procs), [launchers.finish(p) for p in procs]
+        time.sleep(0.1)
+    sums = launchers.sums()
+    assert len(sums) == 4
+    # SIGKILL the launcher of machine 1 only (its workers are left to the containment tests).
+    victim = procs[0]
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait(timeout=TIMEOUT)
+    survivor = procs[1]
+    code, out, err = launchers.finish(survivor)
+    assert code == 1, err
+    assert "launcher lost: its etcd lease expired (--heartbeat_timeout 3s)" in err
+
+
+def test_launch_with_etcd_unreachable_is_a_clear_bounded_error(launchers, etcd):
+    endpoint = etcd.endpoints
+    etcd.stop()
+    code, out, err = launchers.finish(launchers.start(endpoint, "job-z"))
+    assert code == 1
+    assert f"cannot reach etcd at {endpoint}" in err
+    assert f"check that etcd runs at {endpoint} (--main_process_ip/--main_process_port)" in err
+
+
+def test_launch_goes_on_when_one_etcd_member_of_three_is_lost(launchers, etcd3):
+    # The launchers talk to member 0; member 1 dies while the job runs (maybe the leader).
+    procs = [launchers.start(etcd3.member_endpoint(0), "job-w", env={"MODE": "hang"})
+             for _ in range(2)]
+    deadline = time.monotonic() + TIMEOUT
+    while len(launchers.sums()) < 4 and time.monotonic() < deadline:
+        assert all(p.poll() is None for p in procs), [launchers.finish(p) for p in procs]
+        time.sleep(0.1)
+    assert len(launchers.sums()) == 4
+    etcd3.kill(1)
+    time.sleep(4 * int(HEARTBEAT))  # several lease lifetimes
+    assert all(p.poll() is None for p in procs), [launchers.finish(p) for p in procs]
