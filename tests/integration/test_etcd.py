@@ -460,3 +460,12 @@ def test_launch_goes_on_when_one_etcd_member_of_three_is_lost(launchers, etcd3):
     etcd3.kill(1)
     time.sleep(4 * int(HEARTBEAT))  # several lease lifetimes
     assert all(p.poll() is None for p in procs), [launchers.finish(p) for p in procs]
+
+
+def test_launch_elastic_job_through_etcd_is_refused(launchers, etcd):
+    # Elastic rounds (--nnodes MIN:MAX) are the store backend's; etcd says so, exit 2.
+    proc = launchers.start(etcd.endpoints, "job-v", machines="1:2")
+    code, out, err = launchers.finish(proc)
+    assert code == 2
+    assert "--rdzv_backend etcd runs fixed-size jobs only" in err
+    assert "use the c10d backend for an elastic job" in err
