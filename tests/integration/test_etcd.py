@@ -344,10 +344,14 @@ assert t.item() == world * (world + 1) / 2, t
 out = os.environ["OUT_DIR"]
 with open(os.path.join(out, f"sum_{rank}"), "w") as f:
     f.write(f"{world} {t.item()} {os.environ['GROUP_RANK']} {os.environ['MASTER_PORT']} "
-            f"{os.environ['TORCHELASTIC_RUN_ID']} {os.getpid()}")
+            f"{os.environ['TORCHELASTIC_RUN_ID']} {os.getpid()} "
+            f"{os.environ['TORCHELASTIC_RESTART_COUNT']}")
 dist.destroy_process_group()
 if os.environ.get("MODE") == "hang":
     time.sleep(600)
+attempt = os.environ["TORCHELASTIC_RESTART_COUNT"]
+if os.environ.get("MODE") == "fail_once" and rank == 3 and attempt == "0":
+    sys.exit(5)
 '''
 
 
@@ -418,6 +422,21 @@ def test_launch_two_machines_through_etcd(launchers, etcd, backend):
     assert {s[2] for s in sums.values()} == {"0", "1"}
     assert len({s[3] for s in sums.values()}) == 1
     assert {s[4] for s in sums.values()} == {"job-x"}
+
+
+def test_launch_restarts_every_machine_together_through_etcd(launchers, etcd):
+    procs = [launchers.start(etcd.endpoints, "job-r", extra=["--max_restarts", "1"],
+                             env={"MODE": "fail_once"}) for _ in range(2)]
+    for proc in procs:
+        code, out, err = launchers.finish(proc)
+        assert code == 0, err
+        assert "exited with code 5" in err
+        assert "restarting every worker on every machine (restart 1 of 1)" in err
+        assert "round 1: machine " in err
+    # The second round's all-reduce ran on all four ranks (each file is its last round's).
+    sums = launchers.sums()
+    assert sorted(sums) == [0, 1, 2, 3]
+    assert {s[6] for s in sums.values()} == {"1"}
 
 
 def test_launch_machine_lost_when_its_launcher_is_killed(launchers, etcd):
