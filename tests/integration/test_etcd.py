@@ -488,3 +488,14 @@ def test_launch_elastic_job_through_etcd_is_refused(launchers, etcd):
     assert code == 2
     assert "--rdzv_backend etcd runs fixed-size jobs only" in err
     assert "use the c10d backend for an elastic job" in err
+
+
+def test_a_run_id_is_reused_once_its_job_has_ended(members, etcd):
+    for attempt in range(2):
+        procs = [members.start(etcd.endpoints, "job-again", 2, f"host{i}") for i in range(2)]
+        joined = [members.joined(p) for p in procs]
+        assert sorted(j["rank"] for j in joined) == ["0", "1"], attempt
+        for p in procs:
+            code, out, err = members.finish(p)
+            assert code == 0, (attempt, err)
+            assert "verdict ok" in out
