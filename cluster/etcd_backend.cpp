@@ -28,7 +28,7 @@ std::vector<Endpoint> endpoints_or_usage_error(const std::string& text) {
   try {
     return parse_endpoints(text);
   } catch (const std::invalid_argument& e) {
-    throw AgentError(fmt::format("--rdzv_endpoint: {}", e.what()), 2);
+    throw AgentError(e.what(), 2);
   }
 }
 
@@ -41,7 +41,7 @@ struct EtcdBackend::Impl {
   std::int64_t lease = 0;
   int store_port = 0;  // this launcher's
   Decision decision;
-  int rank = -1;
+  std::atomic<int> rank{-1};  // the keeper reads it while join() sets it
 
   std::mutex mu;
   std::condition_variable wake;
@@ -124,8 +124,11 @@ struct EtcdBackend::Impl {
       if (stopping) return;
       try {
         if (client.keep_alive(lease) == 0) {
-          FailureRecord r = lost_record(rank);
+          FailureRecord r;  // not from `decision`: join() may be writing it
+          r.machine_rank = rank;
           r.host = o.host;
+          r.exit_code = 1;
+          r.restartable = false;
           r.cause =
               "this launcher's etcd lease expired (was it stopped or cut off for longer "
               "than --heartbeat_timeout?)";

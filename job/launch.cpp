@@ -209,7 +209,10 @@ int launch(const LaunchRequest& request) {
                        "PORT (default 2379) of an etcd member");
     }
     const int port = settings.main_process_port.value_or(0);
-    etcd_endpoint = fmt::format("{}:{}", *settings.main_process_ip, port == 0 ? 2379 : port);
+    const std::string& ip = *settings.main_process_ip;
+    const bool v6 = ip.find(':') != std::string::npos;  // an IPv6 address needs brackets
+    etcd_endpoint =
+        fmt::format("{}{}{}:{}", v6 ? "[" : "", ip, v6 ? "]" : "", port == 0 ? 2379 : port);
     if (!settings.machine_rank) plan.machine_rank = -1;
   }
   check_machines(plan, settings);
