@@ -169,13 +169,13 @@ struct EtcdBackend::Impl {
       try {
         if (!synced) {
           // Whatever happened before the watch (re)started: present failure, missing members.
+          // The watch starts after the first read, so that nothing in between is missed.
           auto failure = client.get(rkey(r, "failure"));
           if (!failure.kvs.empty()) notify(r, decode_failure(failure.kvs[0].value));
-          std::int64_t revision = 0;
-          auto alive = alive_leases(&revision);
+          auto alive = alive_leases();
           for (std::size_t m = 0; m < decision.leases.size(); ++m)
             if (!alive.contains(decision.leases[m])) machine_lost(r, static_cast<int>(m));
-          next = revision + 1;
+          next = failure.revision + 1;
           synced = true;
         }
         WatchResult changes = client.watch(key(""), next, interval * 5);
@@ -328,7 +328,8 @@ Membership EtcdBackend::join() {
             too_few(members, s.o.num_machines, s.client.endpoints_text(), s.o.rdzv_timeout);
         throw AgentError(problem.message, problem.exit_code);
       }
-      s.wait_change(listed.revision,
+      // From the first read on: a layout made between the two reads is not missed.
+      s.wait_change(layout.revision,
                     std::min(std::chrono::duration_cast<milliseconds>(deadline - Steady::now()),
                              s.interval * 10));
     }
