@@ -72,9 +72,13 @@ void add_key_flags(CLI::App& cmd, ConfigOptions& o) {
     std::string& target = o.values[name];
     const std::string help = fmt::format("{} ({})", key.help, key.allowed);
     if (key.kind == config::ValueKind::Boolean) {
-      cmd.add_flag("--" + name + "{true}", target, help)->group("Config keys");
+      // Bare: "true"; --key=false also works.
+      cmd.add_flag("--" + name, target, help)->group("Config keys");
     } else {
-      cmd.add_option("--" + name, target, help)->group("Config keys");
+      const char* type = key.kind == config::ValueKind::Integer  ? "INT"
+                         : key.kind == config::ValueKind::Number ? "FLOAT"
+                                                                 : "TEXT";
+      cmd.add_option("--" + name, target, help)->group("Config keys")->type_name(type);
     }
   }
 }

@@ -5,11 +5,13 @@
 #include "cli/commands.hpp"
 #include "cluster/detect.hpp"
 #include "config/paths.hpp"
+#include "config/resolve.hpp"
 #include "config/usage_error.hpp"
 #include "launcher/containment.hpp"
 #include "launcher/devices.hpp"
 #include "launcher/env_report.hpp"
 #include "launcher/environment.hpp"
+#include "launcher/python_probe.hpp"
 #include "launcher/run_files.hpp"
 
 namespace xlaunch::cli {
@@ -59,6 +61,22 @@ void add_env_command(CLI::App& app, Action& run) {
         report.config_text = launcher::read_file(*report.config_file);
         if (!report.config_text) *report.config_file += " (not found)";
       }
+      // The interpreter a launch would use: --python's layers without a flag (env, file).
+      std::string python = "python3";
+      try {
+        const auto getenv = [&env](const std::string& name) { return launcher::lookup(env, name); };
+        const config::Resolved resolved =
+            config::resolve({},
+                            report.config_file && !report.config_file->ends_with(" (not found)")
+                                ? report.config_file
+                                : std::nullopt,
+                            getenv);
+        python = resolved.settings.python.value_or(python);
+      } catch (const UsageError&) {
+        // A config that does not load is shown below as it is; python3 is the fallback.
+      }
+      report.python =
+          launcher::probe_python(python, launcher::lookup(env, "PATH").value_or("/usr/bin:/bin"));
       fmt::print("{}", launcher::format_env_report(report));
       return 0;
     };

@@ -1,12 +1,20 @@
 #include "cli/launch_flags.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
+#include "config/env_settings.hpp"
 #include "config/flag_settings.hpp"
+#include "config/launch_rules.hpp"
 #include "config/resolve.hpp"
+#include "config/schema.hpp"
+#include "config/torchrun_values.hpp"
 #include "config/usage_error.hpp"
+#include "launcher/console.hpp"
 
 namespace xlaunch::cli {
 namespace {
@@ -18,77 +26,175 @@ struct KeyFlag {
   const char* names;
   const char* help;
   const char* group;
+  const char* type;  // shown in --help: INT, FLOAT, ...
   bool is_switch = false;
 };
 
 constexpr const char* kLaunch = "Launch";
 constexpr const char* kMachines = "Machines and store";
 constexpr const char* kSupervision = "Supervision and logs";
+constexpr const char* kTorchrunNoOp = "torchrun's flags without effect here";
 
 const KeyFlag kKeyFlags[] = {
     {"num_processes", "--num_processes",
-     "Workers in the whole job (default: one per selected GPU, else 1)", kLaunch},
+     "Workers in the whole job (default: one per selected GPU, else 1)", kLaunch, "INT"},
     {"nproc_per_node", "--nproc_per_node",
-     "Workers per machine (torchrun's meaning; on one machine the same)", kLaunch},
+     "Workers per machine: a number, or auto (the GPUs, else the CPUs), gpu, cpu", kLaunch,
+     "N|auto|gpu|cpu"},
     {"gpu_ids", "--gpu_ids",
-     "GPUs to use, as indices into the GPUs this launcher sees (e.g. 1,3) or 'all'", kLaunch},
-    {"use_cpu", "--use_cpu,--cpu", "Run CPU workers even when GPUs are present", kLaunch, true},
-    {"distributed_type", "--distributed_type", "NO, MULTI_GPU (DDP), DP or MULTI_CPU", kLaunch},
+     "GPUs to use, as indices into the GPUs this launcher sees (e.g. 1,3) or 'all'", kLaunch,
+     "IDS"},
+    {"use_cpu", "--use_cpu,--cpu",
+     "Run CPU workers even when GPUs are present (--use_cpu=false to turn a config's off)", kLaunch,
+     "", true},
+    {"distributed_type", "--distributed_type", "NO, MULTI_GPU (DDP), DP or MULTI_CPU", kLaunch,
+     "TYPE"},
     {"mixed_precision", "--mixed_precision",
-     "no, fp16, bf16 or fp8 (passed to workers as ACCELERATE_MIXED_PRECISION)", kLaunch},
+     "no, fp16, bf16 or fp8 (passed to workers as ACCELERATE_MIXED_PRECISION)", kLaunch, "MODE"},
     {"python", "--python",
-     "Interpreter for .py programs and -m (default: $XLAUNCH_PYTHON, else python3)", kLaunch},
-    {"num_machines", "--num_machines,--nnodes", "Machines in the job (default 1)", kMachines},
-    {"machine_rank", "--machine_rank,--node_rank", "This machine's rank (default 0)", kMachines},
+     "Interpreter for .py programs and -m (default: $XLAUNCH_PYTHON, else python3)", kLaunch,
+     "PATH"},
+    {"num_machines", "--num_machines,--nnodes",
+     "Machines in the job (default 1); torchrun's MIN:MAX range is parsed but not run yet",
+     kMachines, "N|MIN:MAX"},
+    {"machine_rank", "--machine_rank,--node_rank", "This machine's rank (default 0)", kMachines,
+     "INT"},
     {"main_process_ip", "--main_process_ip,--master_addr",
-     "Address of machine 0's store (default 127.0.0.1)", kMachines},
+     "Address of machine 0's store (default 127.0.0.1)", kMachines, "ADDR"},
     {"main_process_port", "--main_process_port,--master_port",
-     "Port of the store (default 0: a free port; 29500 with several machines)", kMachines},
+     "Port of the store (default 0: a free port; 29500 with several machines)", kMachines, "INT"},
     {"rdzv_backend", "--rdzv_backend",
      "static or c10d (xlaunch's store), etcd or etcd-v2 (an etcd cluster at "
      "--main_process_ip:port)",
-     kMachines},
-    {"rdzv_id", "--rdzv_id,--run_id", "Run id (default: date-time and random hex)", kMachines},
-    {"rdzv_timeout", "--rdzv_timeout", "Seconds to wait for every machine (default 900)",
-     kMachines},
+     kMachines, "NAME"},
+    {"rdzv_endpoint", "--rdzv_endpoint",
+     "The store's host[:port] (port default 29400); the launcher on that host hosts it", kMachines,
+     "HOST[:PORT]"},
+    {"rdzv_id", "--rdzv_id,--run_id", "Run id (default: date-time and random hex)", kMachines,
+     "ID"},
+    {"rdzv_conf", "--rdzv_conf",
+     "torchrun's k=v,... : join_timeout, last_call_timeout, close_timeout, read_timeout, "
+     "is_host, timeout",
+     kMachines, "K=V,..."},
+    {"rdzv_timeout", "--rdzv_timeout", "Seconds to wait for every machine (default 900)", kMachines,
+     "FLOAT"},
     {"heartbeat_timeout", "--heartbeat_timeout",
-     "Seconds without a heartbeat before a machine is declared lost (default 30)", kMachines},
-    {"bind_addr", "--bind_addr", "Address the store listens on", kMachines},
+     "Seconds without a heartbeat before a machine is declared lost (default 30)", kMachines,
+     "FLOAT"},
+    {"bind_addr", "--bind_addr", "Address the store listens on", kMachines, "ADDR"},
+    {"local_addr", "--local_addr", "This machine's address as the other machines reach it",
+     kMachines, "ADDR"},
+    {"role", "--role", "The workers' ROLE_NAME (default 'default')", kSupervision, "NAME"},
     {"max_restarts", "--max_restarts",
-     "Restart every worker this many times after a failure (default 0)", kSupervision},
-    {"term_timeout", "--term_timeout",
-     "Seconds between SIGTERM and SIGKILL when stopping workers (default 10)", kSupervision},
+     "Restart every worker this many times after a failure (default 0)", kSupervision, "INT"},
+    {"term_timeout", "--term_timeout,--shutdown_timeout",
+     "Seconds between SIGTERM and SIGKILL when stopping workers (default 10)", kSupervision,
+     "FLOAT"},
     {"log_dir", "--log_dir",
-     "Folder for a per-run folder of per-rank logs, xlaunch.log and summary.json", kSupervision},
+     "Folder for a per-run folder of per-rank logs, xlaunch.log and summary.json", kSupervision,
+     "DIR"},
     {"local_ranks_filter", "--local_ranks_filter",
-     "Show only these local ranks on the console, e.g. 0 or 0,2 (logs keep all)", kSupervision},
-    {"redirects", "--redirects",
+     "Show only these local ranks on the console, e.g. 0 or 0,2 (logs keep all)", kSupervision,
+     "RANKS"},
+    {"redirects", "-r,--redirects",
      "Streams kept off the console (log files only): 0 none, 1 stdout, 2 stderr, 3 both, or "
      "per local rank like 0:3,1:2",
-     kSupervision},
-    {"tee", "--tee", "Accepted for torchrun compatibility: console and files is the default",
-     kSupervision},
-    {"debug", "--debug", "Accepted for accelerate compatibility", kSupervision, true},
+     kSupervision, "SPEC"},
+    {"tee", "-t,--tee", "Accepted for torchrun compatibility: console and files is the default",
+     kSupervision, "SPEC"},
+    {"signals_to_handle", "--signals_to_handle",
+     "Signals that stop the job; xlaunch handles SIGTERM,SIGINT,SIGHUP,SIGQUIT", kSupervision,
+     "SIGNALS"},
+    {"virtual_local_rank", "--virtual_local_rank",
+     "Each worker sees only its own GPU (as cuda:0) and gets LOCAL_RANK=0", kLaunch, "", true},
+    {"numa_binding", "--numa_binding",
+     "node, socket, exclusive or core-complex: accepted, not applied (no NUMA binding)",
+     kSupervision, "MODE"},
+    {"debug", "--debug", "Accepted for accelerate compatibility", kSupervision, "", true},
 };
+
+// torchrun's flags that change nothing under xlaunch, with why (also in docs/launch.md).
+struct NoOpFlag {
+  const char* name;
+  const char* help;
+  const char* type;
+};
+const NoOpFlag kNoOpFlags[] = {
+    {"monitor_interval", "No effect: xlaunch's supervision is event-driven, not polled", "FLOAT"},
+    {"start_method", "No effect: workers are always fresh processes (torchrun's spawn)",
+     "spawn|fork|forkserver"},
+    {"event_log_handler", "No effect: xlaunch logs its events to xlaunch.log", "NAME"},
+    {"logs_specs", "Not applied: xlaunch cannot load torchrun.logs_specs plugins (warns)", "NAME"},
+};
+
+/// "--a_b,--c" -> "--a_b,--a-b,--c": torchrun's dashed spelling beside each underscored one.
+std::string with_dashed_spellings(std::string_view names) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= names.size()) {
+    const std::size_t comma = std::min(names.find(',', start), names.size());
+    const std::string name(names.substr(start, comma - start));
+    if (!out.empty()) out += ',';
+    out += name;
+    if (name.starts_with("--") && name.find('_') != std::string::npos) {
+      std::string dashed = name;
+      std::replace(dashed.begin() + 2, dashed.end(), '_', '-');
+      out += ',' + dashed;
+    }
+    start = comma + 1;
+  }
+  return out;
+}
+
+/// torchrun's check_env switches: PET_<NAME> as an integer, 0 off, anything else on.
+bool pet_switch(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return false;
+  const auto number = config::parse_integer(value);
+  if (!number) {
+    throw UsageError(
+        fmt::format("environment variable {}: bad value '{}' (allowed: 0 or 1)", name, value),
+        fmt::format("set {}=1 to turn it on, or unset it", name));
+  }
+  return *number != 0;
+}
 
 }  // namespace
 
 void add_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
   for (const KeyFlag& f : kKeyFlags) {
     std::string& target = flags.raw[f.key];
+    const std::string names = with_dashed_spellings(f.names);
     if (f.is_switch) {
-      cmd.add_flag(std::string(f.names) + "{true}", target, f.help)->group(f.group);
+      // Bare: "true"; --flag=false also works, as the config's true/false does.
+      cmd.add_flag(names, target, f.help)->group(f.group);
     } else {
-      cmd.add_option(f.names, target, f.help)->group(f.group);
+      cmd.add_option(names, target, f.help)->group(f.group)->type_name(f.type);
     }
   }
-  cmd.add_flag("--multi_gpu", flags.multi_gpu, "Same as --distributed_type MULTI_GPU")
+  for (const NoOpFlag& f : kNoOpFlags) {
+    cmd.add_option(with_dashed_spellings(std::string("--") + f.name), flags.no_op[f.name], f.help)
+        ->group(kTorchrunNoOp)
+        ->type_name(f.type);
+  }
+  cmd.add_flag(with_dashed_spellings("--multi_gpu"), flags.multi_gpu,
+               "Same as --distributed_type MULTI_GPU")
       ->group(kLaunch);
-  cmd.add_option("--config_file", flags.config_file, "YAML config to read (default: see docs)")
-      ->group(kLaunch);
+  cmd.add_option(with_dashed_spellings("--config_file"), flags.config_file,
+                 "YAML config to read (default: see docs)")
+      ->group(kLaunch)
+      ->type_name("FILE");
   cmd.add_flag("-m,--module", flags.module, "Run PROGRAM as a Python module (python -m)")
       ->group(kLaunch);
-  cmd.add_flag("--no_python", flags.no_python, "Run PROGRAM as is, without Python")->group(kLaunch);
+  cmd.add_flag(with_dashed_spellings("--no_python"), flags.no_python,
+               "Run PROGRAM as is, without Python")
+      ->group(kLaunch);
+  cmd.add_flag(with_dashed_spellings("--run_path"), flags.run_path,
+               "Run PROGRAM with Python whatever its name (torchrun's runpy.run_path)")
+      ->group(kLaunch);
+  cmd.add_flag(with_dashed_spellings("--dry_run"), flags.dry_run,
+               "Print the resolved settings and the worker command, then exit; starts nothing")
+      ->group(kLaunch);
   cmd.add_flag("--standalone", flags.standalone,
                "One machine, store on a free loopback port (torchrun's flag)")
       ->group(kMachines);
@@ -107,7 +213,47 @@ void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
   // The config schema parses and checks flags exactly as it does file and env values.
   config::Settings& s = flags.settings;
   s = config::settings_from_flags(given);
-  if (flags.multi_gpu) s.distributed_type = config::DistributedType::MultiGpu;
+  // (before PET_RUN_PATH is read: the variable is a launch's, not a test's)
+  if (cmd.get_name() != "launch" && (flags.dry_run || flags.run_path)) {
+    throw UsageError(
+        fmt::format("{} belongs to 'xlaunch launch'", flags.dry_run ? "--dry_run" : "--run_path"),
+        fmt::format("'xlaunch {}' runs its own program", cmd.get_name()));
+  }
+  // torchrun's switches also come from PET_STANDALONE, PET_MODULE, ... (below the flag).
+  flags.standalone = flags.standalone || pet_switch("PET_STANDALONE");
+  flags.module = flags.module || pet_switch("PET_MODULE");
+  flags.no_python = flags.no_python || pet_switch("PET_NO_PYTHON");
+  if (cmd.get_name() == "launch") flags.run_path = flags.run_path || pet_switch("PET_RUN_PATH");
+  for (const NoOpFlag& f : kNoOpFlags) {
+    const std::string flag = std::string("--") + f.name;
+    if (cmd.get_option(flag)->count() == 0) continue;
+    const std::string& value = flags.no_op.at(f.name);
+    if (std::string_view(f.name) == "monitor_interval") {
+      const auto seconds = config::parse_number(value);
+      if (!seconds || !(*seconds > 0)) {
+        throw UsageError(fmt::format("{}: bad value '{}' (allowed: seconds > 0)", flag, value),
+                         "it has no effect in xlaunch; drop it");
+      }
+    } else if (std::string_view(f.name) == "start_method" && value != "spawn" && value != "fork" &&
+               value != "forkserver") {
+      throw UsageError(
+          fmt::format("{}: bad value '{}' (allowed: spawn, fork, forkserver)", flag, value),
+          "it has no effect in xlaunch; drop it");
+    }
+  }
+  if (flags.multi_gpu) {
+    if (s.use_cpu == true) {
+      throw UsageError("--multi_gpu and --cpu/--use_cpu contradict each other",
+                       "drop --cpu to run one worker per GPU, or drop --multi_gpu for CPU "
+                       "workers (--distributed_type MULTI_CPU)");
+    }
+    if (s.distributed_type && *s.distributed_type != config::DistributedType::MultiGpu) {
+      throw UsageError(fmt::format("--multi_gpu and --distributed_type {} contradict each other",
+                                   config::to_string(*s.distributed_type)),
+                       "give one of them");
+    }
+    s.distributed_type = config::DistributedType::MultiGpu;
+  }
   if (flags.standalone) {
     if (s.num_machines && *s.num_machines != 1) {
       throw UsageError("--standalone runs on one machine, but --num_machines is " +
@@ -116,19 +262,58 @@ void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
     s.num_machines = 1;
     s.main_process_port = 0;
   }
+  if (flags.run_path && flags.module) {
+    throw UsageError("--run_path and -m/--module cannot be used together",
+                     "--run_path runs a script file; -m runs a module");
+  }
 }
 
 config::Settings resolve_launch_settings(const LaunchFlags& flags) {
-  config::Resolved resolved = config::resolve(
-      flags.settings, flags.config_file, [](const std::string& name) -> std::optional<std::string> {
-        const char* value = std::getenv(name.c_str());
-        if (value == nullptr) return std::nullopt;
-        return std::string(value);
-      });
+  const config::Getenv getenv = config::process_environment();
+  config::Resolved resolved = config::resolve(flags.settings, flags.config_file, getenv);
   for (const std::string& notice : resolved.notices) {
-    fmt::print(stderr, "xlaunch: note: {}\n", notice);
+    launcher::say("xlaunch: note: {}\n", notice);
   }
-  return resolved.settings;
+  std::vector<std::string> names;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text = *entry;
+    names.emplace_back(text.substr(0, text.find('=')));
+  }
+  for (const std::string& warning : config::unknown_xlaunch_variables(names)) {
+    launcher::say("xlaunch: warning: {}\n", warning);
+  }
+  if (flags.standalone) {
+    // torchrun: --standalone replaces any rendezvous settings with a local store.
+    resolved.settings.rdzv_endpoint = std::nullopt;
+    resolved.settings.num_machines = resolved.settings.min_machines =
+        resolved.settings.max_machines = 1;
+    resolved.settings.main_process_port = 0;
+  }
+  config::apply_launch_rules(resolved, config::is_local_host);
+  const config::Settings& s = resolved.settings;
+  if (s.signals_to_handle) {
+    const auto unhandled = config::unhandled_signals(*s.signals_to_handle);
+    if (!unhandled.empty()) {
+      launcher::say(
+          "xlaunch: warning: --signals_to_handle: xlaunch stops the job on {} only; {} "
+          "keep their default action on the launcher\n",
+          config::kHandledSignals, fmt::join(unhandled, ","));
+    }
+  }
+  if (s.numa_binding) {
+    launcher::say(
+        "xlaunch: warning: --numa_binding {}: xlaunch does not bind workers to NUMA "
+        "nodes; workers run unbound\n",
+        *s.numa_binding);
+  }
+  if (const auto it = flags.no_op.find("logs_specs");
+      it != flags.no_op.end() && !it->second.empty()) {
+    launcher::say(
+        "xlaunch: warning: --logs_specs {}: xlaunch cannot load torchrun.logs_specs "
+        "plugins; logs keep xlaunch's layout (docs/launch.md)\n",
+        it->second);
+  }
+  return s;
 }
 
 }  // namespace xlaunch::cli

@@ -21,19 +21,25 @@ struct LaunchFlags {
   bool module = false;
   bool no_python = false;
   bool standalone = false;
+  bool run_path = false;  // torchrun's --run_path: PROGRAM is a Python script, whatever its name
+  bool dry_run = false;   // print the resolved settings and the worker command; start nothing
+  /// torchrun's flags that change nothing here (--monitor_interval, ...), as given.
+  std::map<std::string, std::string> no_op;
 };
 
-/// Declares every launch flag on `cmd`; values land in `flags` after parsing, once
-/// finish_launch_flags() has run.
+/// Declares every launch flag on `cmd`, each in accelerate's/torchrun's underscored spelling
+/// and torchrun's dashed one (--nproc_per_node and --nproc-per-node); values land in `flags`
+/// after parsing, once finish_launch_flags() has run.
 void add_launch_flags(CLI::App& cmd, LaunchFlags& flags);
 
 /// Copies the flags that were given into flags.settings (call after parsing). Throws
 /// UsageError for a value outside its allowed set.
 void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags);
 
-/// The settings a launch starts from: flags > XLAUNCH_* environment > config file (the
-/// --config_file one, else the default file when it exists). Prints config notices once.
-/// Throws UsageError listing every problem.
+/// The settings a launch starts from: flags > XLAUNCH_* environment > torchrun's PET_*
+/// environment > config file (the --config_file one, else the default file when it exists),
+/// with --rdzv_endpoint mapped onto the store address. Prints config notices and warnings
+/// once. Throws UsageError listing every problem, or naming a contradiction.
 config::Settings resolve_launch_settings(const LaunchFlags& flags);
 
 }  // namespace xlaunch::cli

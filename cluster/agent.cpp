@@ -185,7 +185,8 @@ JoinProblem missing_machines(const std::vector<JoinRecord>& arrived, int num_mac
 
 std::string encode_layout(const std::variant<Layout, JoinProblem>& decision) {
   if (const auto* layout = std::get_if<Layout>(&decision)) {
-    return fmt::format("ok\n{}\n{}", fmt::join(layout->local_processes, ","), flat(layout->run_id));
+    return fmt::format("ok\n{}\n{}\n{}", fmt::join(layout->local_processes, ","),
+                       flat(layout->run_id), fmt::join(layout->slots, ","));
   }
   const auto& problem = std::get<JoinProblem>(decision);
   return fmt::format("error\n{}\n{}", problem.exit_code, problem.message);

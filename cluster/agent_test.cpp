@@ -29,6 +29,10 @@ TEST_CASE("records and layouts survive the store", "[agent]") {
   CHECK(decode_failure(encode(lost)).describe() == "machine 2 (hostC): launcher lost");
   auto layout = std::get<Layout>(decode_layout(encode_layout(Layout{{2, 3, 1}, "exp-7", {}})));
   CHECK(layout.run_id == "exp-7");
+  CHECK(layout.slots.empty());
+  auto elastic = std::get<Layout>(decode_layout(encode_layout(Layout{{1, 1}, "r", {1, 4}})));
+  CHECK(elastic.slots == std::vector<int>{1, 4});
+  CHECK(elastic.local_processes == std::vector<int>{1, 1});
   CHECK(layout.world_size() == 6);
   CHECK(layout.rank_offset(0) == 0);
   CHECK(layout.rank_offset(2) == 5);

@@ -183,7 +183,7 @@ struct StoreBackend::Impl {
         say("xlaunch: {} of {}..{} machines joined; waiting up to {:g}s (last call) for more\n",
             arrived, o.min_machines, o.max_machines, seconds(o.last_call_timeout));
       }
-      if (Steady::now() >= deadline) {
+      if (!min_reached && Steady::now() >= deadline) {  // MIN in: the last call ends it
         std::vector<JoinRecord> in;
         {
           std::lock_guard lock(arr_mu);
@@ -235,7 +235,9 @@ struct StoreBackend::Impl {
 
   // A non-host waits to be taken into a round: the first one formed with it in.
   Membership elastic_wait_for_round(StoreClient& c, int from_round) {
-    const auto deadline = Steady::now() + o.rdzv_timeout;
+    // The host may wait --rdzv_timeout for MIN, then the last call: allow for both.
+    const auto deadline =
+        Steady::now() + o.rdzv_timeout + o.last_call_timeout + o.heartbeat_timeout;
     int target = from_round;
     for (;;) {
       c.add(my_hb_key(), 1);  // alive while waiting

@@ -4,6 +4,7 @@
 #include <future>
 #include <thread>
 
+#include "cluster/membership.hpp"
 #include "rendezvous/store_server.hpp"
 
 using namespace xlaunch::cluster;
@@ -146,4 +147,87 @@ TEST_CASE("every machine finishing cleanly is a clean verdict, and rounds restar
   auto w1 = std::async(std::launch::async, [&] { return a1.finish_round(1, std::nullopt); });
   CHECK_FALSE(a0.finish_round(1, std::nullopt));
   CHECK_FALSE(w1.get());
+}
+
+namespace {
+
+AgentOptions elastic(std::uint16_t port, int rank, int min, int max) {
+  AgentOptions o = options(port, max, rank, 1);
+  o.min_machines = min;
+  o.max_machines = max;
+  o.max_restarts = 1;
+  o.last_call_timeout = 200ms;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("an elastic job grows by a newcomer: a restartable change, then a round with it",
+          "[agent][store][elastic]") {
+  Store store;
+  StoreBackend host(elastic(store.port(), 0, 1, 2));
+  Membership first = host.join();  // alone, after the last call
+  CHECK(first.num_machines() == 1);
+  CHECK(first.round == 0);
+  std::promise<FailureRecord> change;
+  host.start_monitor([&](int round, const FailureRecord& f) {
+    CHECK(round == 0);
+    change.set_value(f);
+  });
+  StoreBackend late(elastic(store.port(), -1, 1, 2));
+  auto joining = std::async(std::launch::async, [&] { return late.join(); });
+  FailureRecord f = change.get_future().get();
+  CHECK(is_membership_change(f));
+  CHECK_THAT(f.cause, Catch::Contains("joined the job (pid 99)"));
+  REQUIRE(host.finish_round(0, std::nullopt));
+  Membership next = host.begin_round(1, [] { FAIL("an elastic job keeps its store"); });
+  CHECK(next.num_machines() == 2);
+  CHECK(next.machine_rank == 0);
+  Membership theirs = joining.get();
+  CHECK(theirs.round == 1);
+  CHECK(theirs.machine_rank == 1);
+  CHECK(theirs.layout.run_id == "run-of-machine-0");
+  CHECK(theirs.layout.world_size() == 2);
+}
+
+TEST_CASE("an elastic newcomer that disagrees is refused without stopping the job",
+          "[agent][store][elastic]") {
+  Store store;
+  StoreBackend host(elastic(store.port(), 0, 1, 2));
+  host.join();
+  bool stopped = false;
+  host.start_monitor([&](int, const FailureRecord&) { stopped = true; });
+  AgentOptions odd = elastic(store.port(), -1, 1, 2);
+  odd.settings = agreed_settings({{"max_restarts", "5"}});
+  StoreBackend late(odd);
+  try {
+    late.join();
+    FAIL("a launcher with other settings was taken in");
+  } catch (const AgentError& e) {
+    CHECK(e.exit_code() == 2);
+    CHECK_THAT(e.what(), Catch::Contains("refused") && Catch::Contains("max_restarts"));
+  }
+  host.stop_monitor();
+  CHECK_FALSE(stopped);
+}
+
+TEST_CASE("a launcher waiting on a full elastic job hears that it ended",
+          "[agent][store][elastic]") {
+  Store store;
+  StoreBackend host(elastic(store.port(), 0, 1, 2));
+  StoreBackend second(elastic(store.port(), -1, 1, 2));
+  auto j2 = std::async(std::launch::async, [&] { return second.join(); });
+  CHECK(host.join().num_machines() == 2);  // MAX: no last call
+  CHECK(j2.get().machine_rank == 1);
+  StoreBackend third(elastic(store.port(), -1, 1, 2));
+  auto j3 = std::async(std::launch::async, [&] { return third.join(); });
+  host.start_monitor([](int, const FailureRecord&) { FAIL("a full job re-formed"); });
+  second.start_monitor([](int, const FailureRecord&) {});
+  auto v2 = std::async(std::launch::async, [&] { return second.finish_round(0, std::nullopt); });
+  CHECK_FALSE(host.finish_round(0, std::nullopt));
+  CHECK_FALSE(v2.get());
+  host.stop_monitor();
+  host.close(0);
+  CHECK_THROWS_WITH(j3.get(), Catch::Contains("the job ended (exit code 0) before this machine "
+                                              "was taken in"));
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "config/schema.hpp"
@@ -35,6 +36,100 @@ Settings settings_from_env(const Getenv& getenv, std::vector<std::string>* notic
   }
   throw_if_problems("invalid XLAUNCH_* environment variables", problems,
                     "fix or unset the variables above; docs/config.md lists the allowed values");
+  return out;
+}
+
+const std::vector<PetVariable>& pet_variables() {
+  static const std::vector<PetVariable> variables = {
+      {"PET_NNODES", "num_machines"},
+      {"PET_NPROC_PER_NODE", "nproc_per_node"},
+      {"PET_NODE_RANK", "machine_rank"},
+      {"PET_MASTER_ADDR", "main_process_ip"},
+      {"PET_MASTER_PORT", "main_process_port"},
+      {"PET_RDZV_BACKEND", "rdzv_backend"},
+      {"PET_RDZV_ENDPOINT", "rdzv_endpoint"},
+      {"PET_RDZV_ID", "rdzv_id"},
+      {"PET_RDZV_CONF", "rdzv_conf"},
+      {"PET_MAX_RESTARTS", "max_restarts"},
+      {"PET_LOG_DIR", "log_dir"},
+      {"PET_REDIRECTS", "redirects"},
+      {"PET_TEE", "tee"},
+      {"PET_LOCAL_RANKS_FILTER", "local_ranks_filter"},
+      {"PET_ROLE", "role"},
+      {"PET_LOCAL_ADDR", "local_addr"},
+      {"PET_SIGNALS_TO_HANDLE", "signals_to_handle"},
+      {"PET_SHUTDOWN_TIMEOUT", "term_timeout"},
+      {"PET_VIRTUAL_LOCAL_RANK", "virtual_local_rank", true},
+  };
+  return variables;
+}
+
+Settings settings_from_pet_env(const Getenv& getenv, std::vector<std::string>* notices) {
+  Settings out;
+  std::vector<std::string> problems;
+  for (const PetVariable& variable : pet_variables()) {
+    const std::string name(variable.name);
+    auto value = getenv(name);
+    if (!value || value->empty()) continue;
+    const KeySpec* spec = find_key(variable.key);
+    std::string text = *value;
+    if (variable.is_switch) {
+      const auto number = parse_integer(text);
+      if (!number) {
+        problems.push_back(fmt::format("environment variable {}: bad value '{}' (allowed: 0 or 1)",
+                                       name, printable(text)));
+        continue;
+      }
+      text = *number != 0 ? "true" : "false";
+    }
+    std::string notice;
+    if (!spec->parse(text, out, notice)) {
+      problems.push_back(fmt::format("environment variable {}: bad value '{}' (allowed: {})", name,
+                                     printable(text), spec->allowed));
+    } else if (!notice.empty() && notices != nullptr) {
+      notices->push_back(fmt::format("environment variable {}: {}", name, notice));
+    }
+  }
+  throw_if_problems("invalid PET_* environment variables (torchrun's)", problems,
+                    "fix or unset the variables above; docs/launch.md lists torchrun's flags");
+  return out;
+}
+
+std::vector<std::string> unknown_xlaunch_variables(const std::vector<std::string>& names) {
+  // Variables xlaunch reads that are not settings, and those it gives its workers (a
+  // nested launch inherits them).
+  // A variable xlaunch (or its tests) starts reading belongs here, or it draws this warning.
+  static constexpr std::string_view kOther[] = {
+      "XLAUNCH_CONFIG_FILE", "XLAUNCH_CONTAINMENT", "XLAUNCH_NVML_LIBRARY", "XLAUNCH_RUN_ID",
+      "XLAUNCH_LOG_DIR", "XLAUNCH_MIXED_PRECISION", "XLAUNCH_DISTRIBUTED_TYPE",
+      "XLAUNCH_CLIENT_TIMEOUT", "XLAUNCH_SELFTEST_RESULTS", "XLAUNCH_SELFTEST",
+      // The project's own test scripts'.
+      "XLAUNCH_BIN", "XLAUNCH_BUILD_DIR", "XLAUNCH_TEST_PYTHON", "XLAUNCH_FAKE_NVML_SCRIPT",
+      "XLAUNCH_CONTAINMENT_TEST"};
+  static constexpr std::string_view kOtherPrefixes[] = {"XLAUNCH_STRESS_"};
+  std::vector<std::string> known;
+  for (const KeySpec& key : schema()) known.push_back(env_var_name(key.name));
+  for (std::string_view other : kOther) known.emplace_back(other);
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    if (!name.starts_with("XLAUNCH_")) continue;
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    if (std::any_of(std::begin(kOtherPrefixes), std::end(kOtherPrefixes),
+                    [&](std::string_view prefix) { return name.starts_with(prefix); })) {
+      continue;
+    }
+    std::string best;
+    std::size_t best_distance = std::max<std::size_t>(2, (name.size() - 8) / 3) + 1;
+    for (const std::string& candidate : known) {
+      const std::size_t d = edit_distance(name, candidate);
+      if (d < best_distance) best_distance = d, best = candidate;
+    }
+    out.push_back(best.empty()
+                      ? fmt::format("{} is not an xlaunch variable; it has no effect", name)
+                      : fmt::format("{} is not an xlaunch variable; it has no effect (did you "
+                                    "mean {}?)",
+                                    name, best));
+  }
   return out;
 }
 

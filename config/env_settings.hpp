@@ -22,4 +22,22 @@ Getenv process_environment();
 /// receives notices about accepted values.
 Settings settings_from_env(const Getenv& getenv, std::vector<std::string>* notices = nullptr);
 
+/// torchrun's PET_<FLAG> variable for each torchrun flag that maps onto a schema key, e.g.
+/// {"PET_NNODES", "num_machines"}. (Switches such as PET_STANDALONE are the command line's.)
+struct PetVariable {
+  std::string_view name;
+  std::string_view key;
+  bool is_switch = false;  ///< torchrun reads it as an integer: 0 off, anything else on
+};
+const std::vector<PetVariable>& pet_variables();
+
+/// Reads every PET_* variable of pet_variables(), as torchrun does (Kubeflow's PyTorchJob
+/// sets PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK). Empty counts as unset. Bad values
+/// are one UsageError listing each as "environment variable PET_X: bad value ...".
+Settings settings_from_pet_env(const Getenv& getenv, std::vector<std::string>* notices = nullptr);
+
+/// The XLAUNCH_* names in `names` that are neither a setting nor one of xlaunch's other
+/// variables, each as "XLAUNCH_X is not an xlaunch variable (did you mean XLAUNCH_Y?)".
+std::vector<std::string> unknown_xlaunch_variables(const std::vector<std::string>& names);
+
 }  // namespace xlaunch::config

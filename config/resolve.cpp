@@ -72,14 +72,25 @@ Resolved resolve(const Settings& flags, const std::optional<std::string>& config
     file = std::move(loaded.settings);
     out.notices.insert(out.notices.end(), loaded.notices.begin(), loaded.notices.end());
   }
+  // torchrun's PET_* sit below xlaunch's own XLAUNCH_* (the more specific of the two).
+  const Settings pet = settings_from_pet_env(getenv, &out.notices);
   const Settings env = settings_from_env(getenv, &out.notices);
-  out.settings = merge(merge(file, env), flags);
+  out.settings = merge(merge(merge(file, pet), env), flags);
 
   for (const KeySpec& key : schema()) {
     if (key.print(flags)) {
       out.origins[std::string(key.name)] = Origin::Flag;
     } else if (key.print(env)) {
       out.origins[std::string(key.name)] = Origin::Environment;
+      out.variables[std::string(key.name)] = env_var_name(key.name);
+    } else if (key.print(pet)) {
+      out.origins[std::string(key.name)] = Origin::Environment;
+      for (const PetVariable& variable : pet_variables()) {
+        if (variable.key == key.name && getenv(std::string(variable.name)).value_or("") != "") {
+          out.variables[std::string(key.name)] = std::string(variable.name);
+          break;
+        }
+      }
     } else if (key.print(file)) {
       out.origins[std::string(key.name)] = Origin::File;
     }

@@ -25,6 +25,8 @@ struct Resolved {
   /// accepted-but-noteworthy values. Callers print them as notices; none is fatal.
   std::vector<std::string> notices;
   std::map<std::string, Origin> origins;  ///< per schema key that is set
+  /// Per key from the environment: the variable that set it (XLAUNCH_X or torchrun's PET_X).
+  std::map<std::string, std::string> variables;
 };
 
 /// flags: what the command line said; config_file_flag: --config_file if given (a missing

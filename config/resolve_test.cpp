@@ -191,3 +191,21 @@ TEST_CASE("a config file that is a directory is a usage error naming its source"
         }) == "config file " + folder + " is a directory (XLAUNCH_CONFIG_FILE)");
   CHECK(message_of([&] { load_config_file(folder); }).find("is a directory") != std::string::npos);
 }
+
+TEST_CASE("PET_* sits below XLAUNCH_* and above the file and is named as the origin", "[resolve]") {
+  std::map<std::string, std::string> vars{
+      {"PET_NNODES", "3"}, {"PET_MAX_RESTARTS", "2"}, {"XLAUNCH_MAX_RESTARTS", "5"}};
+  auto getenv = [&](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+  Settings flags;
+  const Resolved r = resolve(flags, std::nullopt, getenv);
+  CHECK(r.settings.num_machines == 3);
+  CHECK(r.settings.max_restarts == 5);
+  CHECK(r.variables.at("num_machines") == "PET_NNODES");
+  CHECK(r.variables.at("max_restarts") == "XLAUNCH_MAX_RESTARTS");
+  flags.num_machines = 1;
+  CHECK(resolve(flags, std::nullopt, getenv).settings.num_machines == 1);
+}

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <limits>
 
+#include "config/torchrun_values.hpp"
+
 namespace xlaunch::config {
 namespace {
 
@@ -224,31 +226,25 @@ std::vector<KeySpec> build_schema() {
                   }});
   keys.push_back(int_key("num_processes", &Settings::num_processes, 1, 1 << 20, "an integer >= 1",
                          "processes in total, across all machines"));
-  // "N", or torchrun's elastic "MIN:MAX" (num_machines becomes MAX).
-  keys.push_back(
-      {"num_machines", ValueKind::Integer, "an integer >= 1, or MIN:MAX with 1 <= MIN <= MAX",
-       "machines taking part (MIN:MAX: an elastic job)",
-       [](std::string_view text, Settings& into, std::string&) {
-         text = trim(text);
-         const auto colon = text.find(':');
-         const auto low = parse_integer(text.substr(0, colon));
-         const auto high =
-             colon == std::string_view::npos ? low : parse_integer(text.substr(colon + 1));
-         if (!low || !high || *low < 1 || *high < *low || *high > (1 << 16)) {
-           return false;
-         }
-         into.num_machines = static_cast<int>(*high);
-         into.min_machines = static_cast<int>(*low);
-         into.max_machines = static_cast<int>(*high);
-         return true;
-       },
-       [](const Settings& s) -> std::optional<std::string> {
-         if (!s.num_machines) return std::nullopt;
-         if (s.min_machines && s.max_machines && *s.min_machines < *s.max_machines) {
-           return fmt::format("{}:{}", *s.min_machines, *s.max_machines);
-         }
-         return std::to_string(*s.num_machines);
-       }});
+  keys.push_back({"num_machines", ValueKind::Integer,
+                  "an integer >= 1, or torchrun's MIN:MAX range such as 1:4",
+                  "machines taking part (MIN:MAX: elastic, between MIN and MAX)",
+                  [](std::string_view text, Settings& into, std::string&) {
+                    const auto range = parse_nnodes(text, 1 << 16);
+                    if (!range) return false;
+                    into.min_machines = range->min;
+                    into.max_machines = range->max;
+                    into.num_machines = std::nullopt;
+                    if (range->min == range->max) into.num_machines = range->min;
+                    return true;
+                  },
+                  [](const Settings& s) -> std::optional<std::string> {
+                    if (s.min_machines && s.max_machines && *s.min_machines != *s.max_machines) {
+                      return fmt::format("{}:{}", *s.min_machines, *s.max_machines);
+                    }
+                    if (!s.num_machines) return std::nullopt;
+                    return std::to_string(*s.num_machines);
+                  }});
   keys.push_back(int_key("machine_rank", &Settings::machine_rank, 0, (1 << 16) - 1,
                          "an integer >= 0, below num_machines", "this machine's rank, 0 = main"));
   keys.push_back(text_key("main_process_ip", &Settings::main_process_ip, ValueKind::Text,
@@ -270,8 +266,26 @@ std::vector<KeySpec> build_schema() {
   keys.push_back(bool_key("use_cpu", &Settings::use_cpu, "run on CPU even when GPUs exist"));
   keys.push_back(bool_key("debug", &Settings::debug, "extra checks and logging"));
   // xlaunch's own keys (accelerate rejects files that contain them).
-  keys.push_back(int_key("nproc_per_node", &Settings::nproc_per_node, 1, 1 << 16, "an integer >= 1",
-                         "processes per machine (torchrun's meaning)"));
+  keys.push_back({"nproc_per_node", ValueKind::Text,
+                  "an integer >= 1, or auto, gpu, cpu (torchrun's meanings)",
+                  "processes per machine (torchrun's meaning)",
+                  [](std::string_view text, Settings& into, std::string&) {
+                    if (auto device = parse_nproc_device(text)) {
+                      into.nproc_per_node_device = device;
+                      into.nproc_per_node = std::nullopt;
+                      return true;
+                    }
+                    const auto value = parse_integer(text);
+                    if (!value || *value < 1 || *value > (1 << 16)) return false;
+                    into.nproc_per_node = static_cast<int>(*value);
+                    into.nproc_per_node_device = std::nullopt;
+                    return true;
+                  },
+                  [](const Settings& s) -> std::optional<std::string> {
+                    if (s.nproc_per_node_device) return s.nproc_per_node_device;
+                    if (!s.nproc_per_node) return std::nullopt;
+                    return std::to_string(*s.nproc_per_node);
+                  }});
   keys.push_back(text_key("log_dir", &Settings::log_dir, ValueKind::Text, "a directory path",
                           "where per-rank logs are written", non_empty));
   keys.push_back(int_key("max_restarts", &Settings::max_restarts, 0, 1 << 20, "an integer >= 0",
@@ -315,6 +329,50 @@ std::vector<KeySpec> build_schema() {
                           "interpreter that runs .py programs", non_empty));
   keys.push_back(text_key("bind_addr", &Settings::bind_addr, ValueKind::Text,
                           "a host name or IP address", "address the store listens on", host_name));
+  // torchrun's own settings (flags --rdzv_endpoint, --role, ...; PET_* variables).
+  keys.push_back(text_key("rdzv_endpoint", &Settings::rdzv_endpoint, ValueKind::Text,
+                          "host, host:port, [ipv6] or [ipv6]:port (port 1..65535)",
+                          "where the store is: its host hosts it (default port 29400)",
+                          [](std::string_view t) -> std::optional<std::string> {
+                            if (!parse_endpoint(t)) return std::nullopt;
+                            return std::string(t);
+                          }));
+  keys.push_back({"rdzv_conf", ValueKind::Text,
+                  "key=value pairs such as join_timeout=600,last_call_timeout=30 (keys: "
+                  "join_timeout, last_call_timeout, close_timeout, read_timeout, is_host, "
+                  "timeout)",
+                  "torchrun's rendezvous options; join_timeout and timeout set rdzv_timeout",
+                  [](std::string_view text, Settings& into, std::string& notice) {
+                    std::string problem;
+                    if (parse_rdzv_conf(text, into, problem)) return true;
+                    notice = problem;
+                    return false;
+                  },
+                  format_rdzv_conf});
+  keys.push_back(text_key("role", &Settings::role, ValueKind::Text, "a name without blanks",
+                          "the workers' ROLE_NAME (default 'default')",
+                          [](std::string_view t) -> std::optional<std::string> {
+                            if (t.empty() || std::any_of(t.begin(), t.end(), [](unsigned char c) {
+                                  return std::isspace(c) || std::iscntrl(c);
+                                })) {
+                              return std::nullopt;
+                            }
+                            return std::string(t);
+                          }));
+  keys.push_back(text_key("local_addr", &Settings::local_addr, ValueKind::Text,
+                          "a host name or IP address",
+                          "this machine's address as the other machines see it", host_name));
+  keys.push_back(text_key("signals_to_handle", &Settings::signals_to_handle, ValueKind::Text,
+                          "comma-separated signal names such as SIGTERM,SIGINT,SIGUSR1",
+                          "signals that stop the job (xlaunch handles TERM, INT, HUP, QUIT)",
+                          normalize_signal_list));
+  keys.push_back(bool_key("virtual_local_rank", &Settings::virtual_local_rank,
+                          "every worker sees only its own GPU and gets LOCAL_RANK=0"));
+  keys.push_back(text_key("numa_binding", &Settings::numa_binding, ValueKind::Choice,
+                          "node, socket, exclusive, core-complex",
+                          "accepted for torchrun compatibility; xlaunch does not bind to NUMA "
+                          "nodes",
+                          parse_numa_binding));
   return keys;
 }
 

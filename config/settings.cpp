@@ -29,8 +29,6 @@ Settings merge(const Settings& low, const Settings& high) {
   take(out.num_processes, high.num_processes);
   take(out.nproc_per_node, high.nproc_per_node);
   take(out.num_machines, high.num_machines);
-  take(out.min_machines, high.min_machines);
-  take(out.max_machines, high.max_machines);
   take(out.machine_rank, high.machine_rank);
   take(out.main_process_ip, high.main_process_ip);
   take(out.main_process_port, high.main_process_port);
@@ -50,6 +48,30 @@ Settings merge(const Settings& low, const Settings& high) {
   take(out.local_ranks_filter, high.local_ranks_filter);
   take(out.python, high.python);
   take(out.bind_addr, high.bind_addr);
+  // Each pair below is one setting written two ways: a source that says either says both.
+  if (high.min_machines || high.max_machines) {
+    out.num_machines = high.num_machines;
+    out.min_machines = high.min_machines;
+    out.max_machines = high.max_machines;
+  } else if (high.num_machines) {
+    out.min_machines = out.max_machines = std::nullopt;
+  }
+  if (high.nproc_per_node_device) {
+    out.nproc_per_node = std::nullopt;
+    out.nproc_per_node_device = high.nproc_per_node_device;
+  } else if (high.nproc_per_node) {
+    out.nproc_per_node_device = std::nullopt;
+  }
+  take(out.rdzv_endpoint, high.rdzv_endpoint);
+  take(out.rdzv_last_call_timeout, high.rdzv_last_call_timeout);
+  take(out.rdzv_close_timeout, high.rdzv_close_timeout);
+  take(out.rdzv_read_timeout, high.rdzv_read_timeout);
+  take(out.rdzv_is_host, high.rdzv_is_host);
+  take(out.role, high.role);
+  take(out.local_addr, high.local_addr);
+  take(out.signals_to_handle, high.signals_to_handle);
+  take(out.virtual_local_rank, high.virtual_local_rank);
+  take(out.numa_binding, high.numa_binding);
   return out;
 }
 

@@ -21,9 +21,7 @@ struct Settings {
   std::optional<MixedPrecision> mixed_precision;
   std::optional<int> num_processes;   // total across machines (accelerate's meaning)
   std::optional<int> nproc_per_node;  // per machine (torchrun's meaning)
-  std::optional<int> num_machines;    // MAX of an elastic MIN:MAX
-  std::optional<int> min_machines;    // --nnodes MIN:MAX (torchrun's elastic range)
-  std::optional<int> max_machines;
+  std::optional<int> num_machines;
   std::optional<int> machine_rank;
   std::optional<std::string> main_process_ip;
   std::optional<int> main_process_port;
@@ -43,6 +41,26 @@ struct Settings {
   std::optional<std::string> local_ranks_filter;  // "0" or "0,2"
   std::optional<std::string> python;              // interpreter for .py programs
   std::optional<std::string> bind_addr;
+
+  // torchrun's flags (docs/launch.md, "torchrun's flags").
+  /// --nnodes MIN:MAX (N means N:N). num_machines is set too when MIN == MAX.
+  std::optional<int> min_machines;
+  std::optional<int> max_machines;
+  /// --nproc_per_node auto|gpu|cpu: counted at launch from the GPUs / CPUs found.
+  std::optional<std::string> nproc_per_node_device;
+  /// --rdzv_endpoint host[:port] as given; apply_rdzv_endpoint() maps it onto
+  /// main_process_ip / main_process_port.
+  std::optional<std::string> rdzv_endpoint;
+  /// --rdzv_conf keys (join_timeout and timeout land in rdzv_timeout).
+  std::optional<double> rdzv_last_call_timeout;  // seconds; used by elastic rounds
+  std::optional<double> rdzv_close_timeout;      // seconds; used by elastic rounds
+  std::optional<double> rdzv_read_timeout;       // seconds
+  std::optional<bool> rdzv_is_host;              // this launcher hosts the store
+  std::optional<std::string> role;               // ROLE_NAME of the workers
+  std::optional<std::string> local_addr;         // this machine's address for the others
+  std::optional<std::string> signals_to_handle;  // "SIGTERM,SIGINT,..." as normalised
+  std::optional<bool> virtual_local_rank;        // LOCAL_RANK=0, one GPU visible per worker
+  std::optional<std::string> numa_binding;       // accepted, checked, not applied
 };
 
 /// Field by field, `high` wins where it says something; otherwise `low` is kept.

@@ -129,11 +129,11 @@ LoadedConfig validate_document(const YAML::Node& root, const std::string& origin
                                           key, ignored->reason));
       }
     } else if (auto suggestion = suggest_key(key)) {
-      out.notices.push_back(fmt::format("{}: unknown key '{}' ignored (did you mean '{}'?)",
-                                        where(origin, key_node.Mark()), key, *suggestion));
+      // accelerate refuses unknown keys too: a typo must not silently drop a setting.
+      problems.push_back(fmt::format("{}: unknown key '{}' (did you mean '{}'?)",
+                                     where(origin, key_node.Mark()), key, *suggestion));
     } else {
-      out.notices.push_back(
-          fmt::format("{}: unknown key '{}' ignored", where(origin, key_node.Mark()), key));
+      problems.push_back(fmt::format("{}: unknown key '{}'", where(origin, key_node.Mark()), key));
     }
   }
 

@@ -122,6 +122,8 @@ AgentOptions agent_options(const LaunchPlan& plan, const config::Settings& s,
   const double heartbeat = seconds_setting(s.heartbeat_timeout, "--heartbeat_timeout", 30);
   o.rdzv_timeout = ms(rdzv);
   o.heartbeat_timeout = ms(heartbeat);
+  // torchrun's c10d default; --rdzv_conf last_call_timeout=S sets it.
+  o.last_call_timeout = ms(s.rdzv_last_call_timeout.value_or(30));
   o.settings = agreed_settings({
       {"num_machines", std::to_string(plan.num_machines)},
       {"num_processes",
@@ -197,6 +199,7 @@ int launch(const LaunchRequest& request) {
       !(settings.machine_rank ? *settings.machine_rank == 0 : !settings.main_process_ip)) {
     plan.machine_rank = -1;
   }
+  if (elastic) plan.num_machines = *settings.max_machines;  // until the first round says
   // etcd (--rdzv_backend etcd): the launchers meet in etcd at --main_process_ip:port, ranks
   // by arrival unless given; every launcher binds a store, rank 0's serves the workers.
   const bool via_etcd =
@@ -239,7 +242,7 @@ int launch(const LaunchRequest& request) {
     StopSignalsHeld held;
     store->start();
   }
-  const std::string host = host_name();
+  const std::string host = settings.local_addr.value_or(host_name());  // torchrun's --local_addr
 
   std::unique_ptr<JoinBackend> agent;
   // Applies a round's membership: ranks, sizes and the job's run id on this machine.
@@ -324,6 +327,8 @@ int launch(const LaunchRequest& request) {
                         fmt::join(plan.argv, " ")));
   say("xlaunch: run {}: {}, store {}:{}{}\n", plan.run_id, describe_workers(plan), plan.master_addr,
       plan.master_port, files.keeps_output() ? fmt::format(", logs in {}", files.run_dir()) : "");
+  // What runs, interpreter resolved: the first thing to check when a worker misbehaves.
+  say("xlaunch: command: {}\n", fmt::join(plan.argv, " "));
   if (plan.local_world_size > 1 && omp_threads_defaulted(parent_env)) {
     say("xlaunch: setting OMP_NUM_THREADS=1 for each worker (set it yourself to choose)\n");
   }
@@ -341,7 +346,7 @@ int launch(const LaunchRequest& request) {
     }
     const int machines_before = plan.num_machines;
     adopt(agent->begin_round(attempt, [&] { store->clear(); }));
-    if (plan.num_machines != machines_before || settings.min_machines) {
+    if (plan.num_machines != machines_before || elastic) {
       say("xlaunch: round {}: machine {} of {}, world size {}\n", attempt, plan.machine_rank,
           plan.num_machines, plan.world_size);
     }
@@ -390,7 +395,11 @@ int launch(const LaunchRequest& request) {
   }
   files.log(fmt::format("exit code {}", summary.exit_code));
   if (summary.exit_code == exit_status::kSuccess) {
-    say("xlaunch: all {} workers finished successfully\n", plan.local_world_size);
+    if (plan.local_world_size == 1) {
+      say("xlaunch: the worker finished successfully\n");
+    } else {
+      say("xlaunch: all {} workers finished successfully\n", plan.local_world_size);
+    }
   } else if (job_failure) {
     say("xlaunch: exit code {}{}\n", summary.exit_code,
         files.keeps_output() ? fmt::format(" (logs: {})", files.run_dir()) : "");

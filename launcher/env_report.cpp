@@ -55,6 +55,11 @@ std::string format_env_report(const EnvReport& r) {
   out += fmt::format("GPUs for workers:      {}\n",
                      r.visible_gpus.empty() ? std::string("none (CPU workers)")
                                             : fmt::format("{}", fmt::join(r.visible_gpus, ",")));
+  if (r.python) {
+    out += fmt::format("Python for .py:        {}\n", describe(*r.python));
+    out += fmt::format("  torch:               {}\n", r.python->torch);
+    out += fmt::format("  accelerate:          {}\n", r.python->accelerate);
+  }
   out +=
       fmt::format("cluster:               {}\n", r.cluster.empty() ? "none detected" : r.cluster);
   if (!r.containment.empty()) out += fmt::format("orphan containment:    {}\n", r.containment);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "launcher/nvml.hpp"
+#include "launcher/python_probe.hpp"
 #include "launcher/system_info.hpp"
 
 namespace xlaunch::launcher {
@@ -21,6 +22,7 @@ struct EnvReport {
   std::string containment;                 // describe_containment(...); empty: not probed
   std::optional<std::string> config_file;  // the active config file, if one exists
   std::optional<std::string> config_text;  // its content
+  std::optional<PythonInfo> python;        // the interpreter .py programs run under
 };
 
 /// "13000" → "13.0", "22805" → "2.28.5" (NCCL's encodings).

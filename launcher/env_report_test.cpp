@@ -49,3 +49,22 @@ TEST_CASE("the env report names GPUs, versions, scoping and the config", "[env_r
   CHECK_THAT(none, Catch::Contains("none (CPU workers)"));
   CHECK_THAT(none, Catch::Contains("config file:           none"));
 }
+
+TEST_CASE("the env report names the Python for .py programs and its torch and accelerate",
+          "[env_report]") {
+  PythonInfo info;
+  info.interpreter = "python3";
+  info.path = "/usr/bin/python3";
+  parse_python_probe(
+      "version=3.11.2\ntorch=1.13.0a0\naccelerate=not importable (ModuleNotFoundError)\n", info);
+  EnvReport report;
+  report.python = info;
+  const std::string text = format_env_report(report);
+  CHECK_THAT(text, Catch::Contains("Python for .py:        /usr/bin/python3 (Python 3.11.2)\n"));
+  CHECK_THAT(text, Catch::Contains("  torch:               1.13.0a0\n"));
+  CHECK_THAT(text,
+             Catch::Contains("  accelerate:          not importable (ModuleNotFoundError)\n"));
+  PythonInfo missing;
+  missing.interpreter = "/opt/py/bin/python3";
+  CHECK(describe(missing) == "/opt/py/bin/python3 not found");
+}

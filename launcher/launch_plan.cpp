@@ -5,8 +5,10 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
+#include <thread>
 
 #include "config/schema.hpp"
+#include "config/torchrun_values.hpp"
 #include "config/usage_error.hpp"
 #include "config/validate.hpp"
 #include "launcher/devices.hpp"
@@ -120,7 +122,26 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
 
   const int default_count =
       (data_parallel || selected.empty()) ? 1 : static_cast<int>(selected.size());
-  plan.local_world_size = local_process_count(s, plan.num_machines, default_count);
+  if (s.distributed_type == DistributedType::MultiGpu && !cpu && selected.empty()) {
+    throw UsageError(
+        fmt::format("distributed_type MULTI_GPU runs one worker per GPU, but no GPU is visible "
+                    "(GPUs found: {})",
+                    visible_gpus.empty() ? "none" : fmt::format("{}", fmt::join(visible_gpus, ","))),
+        "check nvidia-smi and CUDA_VISIBLE_DEVICES, or run CPU workers with --cpu "
+        "(distributed_type MULTI_CPU)");
+  }
+  if (s.nproc_per_node_device) {
+    // torchrun's --nproc_per_node auto|gpu|cpu, counted here where the GPUs are known.
+    if (*s.nproc_per_node_device == "cpu" && !selected.empty()) {
+      throw UsageError("--nproc_per_node cpu asks for CPU workers, but this launch uses GPUs",
+                       "add --cpu for CPU workers, or use --nproc_per_node gpu");
+    }
+    plan.local_world_size = config::count_for_nproc_device(
+        *s.nproc_per_node_device, selected,
+        static_cast<int>(std::thread::hardware_concurrency()));
+  } else {
+    plan.local_world_size = local_process_count(s, plan.num_machines, default_count);
+  }
   if (data_parallel && plan.local_world_size != 1) {
     throw UsageError(fmt::format("distributed_type DP runs one process per machine that uses "
                                  "all its GPUs, but {} processes per machine were asked for",
@@ -191,6 +212,8 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
   }
   if (s.tee)
     parse_std_spec("--tee", *s.tee, plan.local_world_size);  // validated; tee is the default
+  if (s.role) plan.role = *s.role;
+  plan.virtual_local_rank = s.virtual_local_rank.value_or(false);
   return plan;
 }
 

@@ -39,6 +39,8 @@ struct LaunchPlan {
   std::chrono::milliseconds term_timeout{10'000};
   std::optional<std::set<int>> console_ranks;   // local ranks shown; nullopt: all
   std::vector<ConsoleStreams> console_streams;  // per local rank
+  std::string role = "default";                 // torchrun's --role: ROLE_NAME
+  bool virtual_local_rank = false;  // torchrun's: LOCAL_RANK=0, each worker sees its own GPU
 };
 
 /// Builds the plan from the merged settings, the worker argv and the GPUs the launcher

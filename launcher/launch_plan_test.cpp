@@ -15,7 +15,7 @@ LaunchPlan plan_for(const config::Settings& s, const Strings& visible = {}) {
 }
 }  // namespace
 
-TEST_CASE("default worker count: one per selected GPU, else 1", "[plan]") {
+TEST_CASE("default worker count: one per selected GPU and else 1", "[plan]") {
   CHECK(plan_for({}).local_world_size == 1);
   CHECK(plan_for({}, {"0", "1", "2"}).local_world_size == 3);
   config::Settings s;
@@ -52,7 +52,7 @@ TEST_CASE("more GPU workers than GPUs says how many were found", "[plan]") {
   CHECK(plan_for(s, {"6", "7"}).gpus.empty());
 }
 
-TEST_CASE("fewer workers than GPUs use the first ones; DP uses all in one process", "[plan]") {
+TEST_CASE("fewer workers than GPUs use the first ones - DP uses all in one process", "[plan]") {
   config::Settings s;
   s.num_processes = 2;
   CHECK(plan_for(s, {"0", "1", "2", "3"}).gpus == Strings{"0", "1"});
@@ -98,7 +98,7 @@ TEST_CASE("console filters and redirects", "[plan]") {
   CHECK_THROWS_AS(parse_std_spec("--tee", "0:9", 2), UsageError);
 }
 
-TEST_CASE("ports, timeouts and restarts are checked", "[plan]") {
+TEST_CASE("ports and timeouts and restarts are checked", "[plan]") {
   config::Settings s;
   s.main_process_port = 70000;
   CHECK_THROWS_WITH(plan_for(s), Catch::Contains("is not a TCP port"));
@@ -123,7 +123,7 @@ TEST_CASE("run ids sort by time", "[plan]") {
   CHECK(make_run_id(t, 0xabcdef) == "20261121-230509-abcdef");
 }
 
-TEST_CASE("generated run ids pass the run id rule; a bad given one is refused", "[plan]") {
+TEST_CASE("generated run ids pass the run id rule - a bad given one is refused", "[plan]") {
   using namespace std::chrono;
   for (std::uint32_t random : {0u, 1u, 0xffffffu, 0xffffffffu}) {
     CHECK(config::is_valid_run_id(make_run_id(system_clock::now(), random)));
@@ -135,4 +135,48 @@ TEST_CASE("generated run ids pass the run id rule; a bad given one is refused", 
                     Catch::Contains("'a/../b' is not a valid run id"));
   s.rdzv_id = "../victim";
   CHECK_THROWS_AS(plan_for(s), UsageError);
+}
+
+TEST_CASE("flag nproc_per_node auto|gpu|cpu counts the selected GPUs or the CPUs", "[plan]") {
+  config::Settings s;
+  s.nproc_per_node_device = "gpu";
+  CHECK(plan_for(s, {"0", "1", "2"}).local_world_size == 3);
+  s.gpu_ids = "0,2";
+  CHECK(plan_for(s, {"0", "1", "2"}).local_world_size == 2);
+  CHECK_THROWS_AS(plan_for(s, {}), UsageError);
+  config::Settings a;
+  a.nproc_per_node_device = "auto";
+  CHECK(plan_for(a, {"5"}).local_world_size == 1);
+  CHECK(plan_for(a, {}).local_world_size >= 1);  // the CPUs
+  config::Settings c;
+  c.nproc_per_node_device = "cpu";
+  CHECK_THROWS_AS(plan_for(c, {"0"}), UsageError);  // GPUs in use: say --cpu
+  c.use_cpu = true;
+  const LaunchPlan p = plan_for(c, {"0"});
+  CHECK(p.gpus.empty());
+  CHECK(p.local_world_size >= 1);
+}
+
+TEST_CASE("MULTI_GPU with no GPU visible is a usage error and not CPU workers", "[plan]") {
+  config::Settings s;
+  s.distributed_type = config::DistributedType::MultiGpu;
+  s.num_processes = 2;
+  try {
+    plan_for(s, {});
+    FAIL("MULTI_GPU without GPUs must be refused");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("no GPU is visible (GPUs found: none)") != std::string::npos);
+  }
+  s.use_cpu = true;
+  CHECK(plan_for(s, {}).local_world_size == 2);
+}
+
+TEST_CASE("flag role and --virtual_local_rank reach the plan", "[plan]") {
+  config::Settings s;
+  s.role = "trainer";
+  s.virtual_local_rank = true;
+  const LaunchPlan p = plan_for(s);
+  CHECK(p.role == "trainer");
+  CHECK(p.virtual_local_rank);
+  CHECK(plan_for({}).role == "default");
 }

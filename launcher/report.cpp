@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "launcher/error_file.hpp"
 #include "launcher/exit_status.hpp"
 
 namespace xlaunch::launcher {
@@ -53,7 +54,17 @@ std::string format_root_cause(const RootCause& cause, int world_size) {
   }
   if (cause.error_file_text) {
     out += fmt::format("xlaunch: rank {} wrote its error file {}:\n", w.rank, cause.error_file);
-    std::string_view text = *cause.error_file_text;
+    // torchelastic's JSON holds the traceback as one escaped string: show Python's lines.
+    std::string readable;
+    if (const auto parsed = parse_error_file(*cause.error_file_text)) {
+      readable = parsed->traceback.empty() ? parsed->message : parsed->traceback;
+      while (!readable.empty() && readable.back() == '\n') readable.pop_back();
+      // A traceback ends with the exception line; the message is added when it does not.
+      if (!parsed->traceback.empty() && readable.find(parsed->message) == std::string::npos) {
+        readable += "\n" + parsed->message;
+      }
+    }
+    std::string_view text = readable.empty() ? std::string_view(*cause.error_file_text) : readable;
     constexpr std::size_t kMaxShown = 8192;
     bool cut = text.size() > kMaxShown;
     if (cut) text = text.substr(0, kMaxShown);

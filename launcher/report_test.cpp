@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 
+#include "launcher/error_file.hpp"
+
 using namespace xlaunch::launcher;
 
 TEST_CASE("exit codes: the worker's own, or 128 + signal", "[report]") {
@@ -38,7 +40,7 @@ TEST_CASE("the root cause names rank, host, pid, cause, stderr and error file", 
   CHECK_THAT(text, Catch::Contains("|   ValueError: bad batch") ||
                        Catch::Contains("| ValueError: bad batch"));
   CHECK_THAT(text, Catch::Contains("wrote its error file /tmp/e.json"));
-  CHECK_THAT(text, Catch::Contains("{\"message\": \"boom\"}"));
+  CHECK_THAT(text, Catch::Contains("xlaunch:   | boom\n"));  // the message, out of its JSON
 }
 
 TEST_CASE("JSON strings survive control characters and broken UTF-8", "[report]") {
@@ -84,4 +86,38 @@ TEST_CASE("summary.json names the workers a stop kept from starting", "[report]"
   CHECK_THAT(
       summary_json(s),
       Catch::Contains("\"not_started\": [{\"rank\": 5, \"local_rank\": 5, \"attempt\": 0}]"));
+}
+
+TEST_CASE("torchelastic's JSON error file is shown as Python's traceback lines", "[report]") {
+  RootCause cause;
+  cause.worker.rank = 1;
+  cause.worker.exit_code = 1;
+  cause.error_file = "/tmp/e.json";
+  cause.error_file_text =
+      R"({"message": {"message": "ValueError: bad batch", "extraInfo": {"py_callstack": )"
+      R"("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n)"
+      R"(    main()\nValueError: bad batch\n", "timestamp": "1700000000"}}})";
+  const std::string text = format_root_cause(cause, 2);
+  CHECK_THAT(text, Catch::Contains("xlaunch:   | Traceback (most recent call last):\n"));
+  CHECK_THAT(text, Catch::Contains("xlaunch:   |   File \"train.py\", line 3, in <module>\n"));
+  CHECK_THAT(text, Catch::Contains("xlaunch:   | ValueError: bad batch\n"));
+  CHECK_THAT(text, !Catch::Contains("py_callstack"));
+}
+
+TEST_CASE("error files: a plain message and a file of another shape", "[report]") {
+  auto plain = parse_error_file(R"({"message": "worker gave up", "errorTraits": {"x": [1, 2]}})");
+  REQUIRE(plain);
+  CHECK(plain->message == "worker gave up");
+  CHECK(plain->traceback.empty());
+  auto escaped =
+      parse_error_file(R"({"message": {"message": "caf\u00e9 \"q\"", "extraInfo": {}}})");
+  REQUIRE(escaped);
+  CHECK(escaped->message == "caf\xc3\xa9 \"q\"");
+  CHECK_FALSE(parse_error_file("not json"));
+  CHECK_FALSE(parse_error_file(R"({"other": 1})"));
+  CHECK_FALSE(parse_error_file(R"({"message": "a"} trailing)"));
+  CHECK_FALSE(parse_error_file(std::string(100, '[')));
+  RootCause cause;  // an error file that is not torchelastic's is shown as it is
+  cause.error_file_text = "free text";
+  CHECK_THAT(format_root_cause(cause, 1), Catch::Contains("xlaunch:   | free text"));
 }

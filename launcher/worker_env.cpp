@@ -5,6 +5,23 @@
 
 namespace xlaunch::launcher {
 
+void add_torchrun_env(Environment& env, const Environment& parent, const LaunchPlan& plan,
+                      int local_rank) {
+  env["ROLE_NAME"] = plan.role;
+  // torchrun turns on NCCL's async error handling, so a rank stuck in a collective after a
+  // peer died raises instead of hanging; the older name is for PyTorch before 2.2.
+  for (const char* name : {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"}) {
+    if (!parent.contains(name)) env[name] = "1";
+  }
+  if (plan.virtual_local_rank) {
+    // Each worker sees only its own GPU, as cuda:0.
+    env["LOCAL_RANK"] = "0";
+    if (local_rank < static_cast<int>(plan.gpus.size())) {
+      env["CUDA_VISIBLE_DEVICES"] = plan.gpus[local_rank];
+    }
+  }
+}
+
 bool omp_threads_defaulted(const Environment& parent) {
   return !parent.contains("OMP_NUM_THREADS");
 }
@@ -42,6 +59,7 @@ Environment worker_environment(const Environment& parent, const LaunchPlan& plan
   env["PYTHONUNBUFFERED"] = "1";
   if (!plan.gpus.empty())
     env["CUDA_VISIBLE_DEVICES"] = fmt::format("{}", fmt::join(plan.gpus, ","));
+  add_torchrun_env(env, parent, plan, local_rank);
   return env;
 }
 

@@ -19,6 +19,12 @@ struct WorkerPaths {
 Environment worker_environment(const Environment& parent, const LaunchPlan& plan, int local_rank,
                                int restart_count, const WorkerPaths& paths);
 
+/// torchrun's part that depends on its flags (worker_environment calls it last): ROLE_NAME
+/// from --role, TORCH_NCCL_ASYNC_ERROR_HANDLING=1 and NCCL_ASYNC_ERROR_HANDLING=1 unless the
+/// parent set them, and --virtual_local_rank (LOCAL_RANK=0, CUDA_VISIBLE_DEVICES its own GPU).
+void add_torchrun_env(Environment& env, const Environment& parent, const LaunchPlan& plan,
+                      int local_rank);
+
 /// True when worker_environment sets OMP_NUM_THREADS itself (the launcher says so once).
 bool omp_threads_defaulted(const Environment& parent);
 

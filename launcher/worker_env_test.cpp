@@ -59,3 +59,27 @@ TEST_CASE("OMP_NUM_THREADS and CUDA_VISIBLE_DEVICES set by the user are kept", "
   CHECK(env["ACCELERATE_MIXED_PRECISION"] == "no");
   CHECK(env["XLAUNCH_DISTRIBUTED_TYPE"] == "NO");
 }
+
+TEST_CASE("torchrun's flags in the environment: role and NCCL async errors and virtual local rank",
+          "[env]") {
+  LaunchPlan plan;
+  plan.local_world_size = 2;
+  plan.world_size = 2;
+  plan.gpus = {"4", "6"};
+  plan.role = "trainer";
+  Environment env = worker_environment({}, plan, 1, 0, {"/e", "/r"});
+  CHECK(env["ROLE_NAME"] == "trainer");
+  CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1");
+  CHECK(env["NCCL_ASYNC_ERROR_HANDLING"] == "1");
+  CHECK(env["LOCAL_RANK"] == "1");
+  CHECK(env["CUDA_VISIBLE_DEVICES"] == "4,6");
+
+  Environment parent{{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}, {"NCCL_ASYNC_ERROR_HANDLING", "3"}};
+  plan.virtual_local_rank = true;
+  env = worker_environment(parent, plan, 1, 0, {"/e", "/r"});
+  CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "0");  // the user's choice stays
+  CHECK(env["NCCL_ASYNC_ERROR_HANDLING"] == "3");
+  CHECK(env["LOCAL_RANK"] == "0");
+  CHECK(env["RANK"] == "1");
+  CHECK(env["CUDA_VISIBLE_DEVICES"] == "6");
+}

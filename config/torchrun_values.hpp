@@ -1,0 +1,65 @@
+// torchrun's value syntaxes, parsed without side effects: --nnodes MIN:MAX,
+// --nproc_per_node auto|gpu|cpu|N, --rdzv_endpoint host[:port], --rdzv_conf k=v,... and
+// --signals_to_handle. The schema (schema.cpp) uses these for flags, PET_*/XLAUNCH_*
+// variables and config files alike.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/settings.hpp"
+
+namespace xlaunch::config {
+
+/// torchrun's default port for a c10d --rdzv_endpoint given without one.
+inline constexpr int kDefaultRdzvPort = 29400;
+
+struct MachineRange {
+  int min = 1;
+  int max = 1;
+};
+
+/// "N" (N:N) or "MIN:MAX" with 1 <= MIN <= MAX <= max_machines; nullopt otherwise.
+std::optional<MachineRange> parse_nnodes(std::string_view text, int max_machines);
+
+/// "auto", "gpu" or "cpu" (as written, lower-cased), or nullopt when `text` is none of them.
+std::optional<std::string> parse_nproc_device(std::string_view text);
+
+/// The worker count --nproc_per_node auto|gpu|cpu means on this machine, as torchrun counts:
+/// gpu = the visible GPUs, cpu = the CPUs, auto = the GPUs when any, else the CPUs.
+/// `gpus` names the GPUs found (for the message). Throws UsageError for "gpu" with none.
+int count_for_nproc_device(std::string_view device, const std::vector<std::string>& gpus, int cpus);
+
+struct Endpoint {
+  std::string host;  ///< without IPv6 brackets
+  int port = kDefaultRdzvPort;
+  bool port_given = false;
+};
+
+/// "host", "host:port", "[v6]" or "[v6]:port"; nullopt when malformed or the port is not
+/// 1..65535.
+std::optional<Endpoint> parse_endpoint(std::string_view text);
+
+/// --rdzv_conf: comma-separated key=value pairs. Known keys: join_timeout and timeout (into
+/// rdzv_timeout), last_call_timeout, close_timeout, read_timeout (seconds), is_host (boolean).
+/// Returns false and names the offending item in `problem` when something is not allowed.
+bool parse_rdzv_conf(std::string_view text, Settings& into, std::string& problem);
+
+/// The rdzv_conf fields of `from` written back as "k=v,...", or nullopt when none is set.
+std::optional<std::string> format_rdzv_conf(const Settings& from);
+
+/// The signals xlaunch's supervisor handles (and forwards as a stop) itself.
+inline constexpr std::string_view kHandledSignals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
+
+/// "SIGTERM,usr1, SIGHUP" -> "SIGTERM,SIGUSR1,SIGHUP"; nullopt when a name is not a signal.
+std::optional<std::string> normalize_signal_list(std::string_view text);
+
+/// The signals of a normalised list that xlaunch does not handle (e.g. SIGUSR1).
+std::vector<std::string> unhandled_signals(std::string_view normalized);
+
+/// --numa_binding's choices (torchrun's): node, socket, exclusive, core-complex.
+std::optional<std::string> parse_numa_binding(std::string_view text);
+
+}  // namespace xlaunch::config
