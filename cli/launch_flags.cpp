@@ -64,8 +64,7 @@ const KeyFlag kKeyFlags[] = {
     {"main_process_port", "--main_process_port,--master_port",
      "Port of the store (default 0: a free port; 29500 with several machines)", kMachines, "INT"},
     {"rdzv_backend", "--rdzv_backend",
-     "static or c10d (xlaunch's store), etcd or etcd-v2 (an etcd cluster at "
-     "--main_process_ip:port)",
+     "static or c10d (xlaunch's store), etcd or etcd-v2 (an etcd cluster at --rdzv_endpoint)",
      kMachines, "NAME"},
     {"rdzv_endpoint", "--rdzv_endpoint",
      "The store's host[:port] (port default 29400); the launcher on that host hosts it", kMachines,

@@ -266,8 +266,8 @@ Membership EtcdBackend::join() {
     } catch (const Error& e) {
       if (!e.unreachable() || Steady::now() >= reach_deadline) {
         throw AgentError(fmt::format("cannot join through etcd: {}; check that etcd runs at {} "
-                                     "(--main_process_ip/--main_process_port) and that this "
-                                     "machine can reach it",
+                                     "(--rdzv_endpoint, or --main_process_ip/--main_process_port) "
+                                     "and that this machine can reach it",
                                      e.what(), s.client.endpoints_text()),
                          1);
       }

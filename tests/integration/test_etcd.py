@@ -329,7 +329,7 @@ def test_etcd_unreachable_at_start_is_a_clear_error(members, etcd):
     code, out, err = members.finish(proc)
     assert code == 1
     assert f"cannot join through etcd: cannot reach etcd at {endpoint}" in err
-    assert f"check that etcd runs at {endpoint} (--main_process_ip/--main_process_port)" in err
+    assert f"check that etcd runs at {endpoint} (--rdzv_endpoint, or --main_process_ip/--main_process_port)" in err
 
 
 # --- whole jobs: `xlaunch launch --rdzv_backend etcd` ------------------------------------
@@ -465,7 +465,7 @@ def test_launch_with_etcd_unreachable_is_a_clear_bounded_error(launchers, etcd):
     code, out, err = launchers.finish(launchers.start(endpoint, "job-z"))
     assert code == 1
     assert f"cannot reach etcd at {endpoint}" in err
-    assert f"check that etcd runs at {endpoint} (--main_process_ip/--main_process_port)" in err
+    assert f"check that etcd runs at {endpoint} (--rdzv_endpoint, or --main_process_ip/--main_process_port)" in err
 
 
 def test_launch_goes_on_when_one_etcd_member_of_three_is_lost(launchers, etcd3):
