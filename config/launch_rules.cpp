@@ -35,6 +35,11 @@ void apply_endpoint(Resolved& r, const IsLocalHost& is_local) {
   s.main_process_ip = endpoint->host;
   s.main_process_port = endpoint->port;
   r.origins["main_process_ip"] = r.origins["main_process_port"] = origin_of(r, "rdzv_endpoint");
+  // etcd's endpoint (port 2379 by default): no launcher hosts it, ranks come from the join.
+  if (s.rdzv_backend && s.rdzv_backend->starts_with("etcd")) {
+    if (!endpoint->port_given) s.main_process_port = 2379;
+    return;
+  }
   const bool hosts = s.rdzv_is_host.value_or(is_local(endpoint->host));
   const int machines = s.num_machines.value_or(s.min_machines.value_or(1));
   if (s.machine_rank) {

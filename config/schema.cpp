@@ -257,8 +257,9 @@ std::vector<KeySpec> build_schema() {
                           "all, or comma-separated GPU indexes such as 0,1",
                           "which of the visible GPUs to use", normalize_gpu_ids));
   keys.push_back(text_key("rdzv_backend", &Settings::rdzv_backend, ValueKind::Choice,
-                          "static, c10d", "how machines meet", [](std::string_view t) {
-                            return one_of(t, {"static", "c10d"});
+                          "static, c10d, etcd, etcd-v2", "how machines meet",
+                          [](std::string_view t) {
+                            return one_of(t, {"static", "c10d", "etcd", "etcd-v2"});
                           }));
   keys.push_back(bool_key("same_network", &Settings::same_network,
                           "whether all machines share a local network"));

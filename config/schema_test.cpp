@@ -66,7 +66,7 @@ TEST_CASE("values outside the allowed set are rejected and leave settings alone"
   CHECK_FALSE(find_key("distributed_type")->parse("TPU", s, notice));
   CHECK_FALSE(find_key("gpu_ids")->parse("0,,1", s, notice));
   CHECK_FALSE(find_key("gpu_ids")->parse("gpu0", s, notice));
-  CHECK_FALSE(find_key("rdzv_backend")->parse("etcd", s, notice));
+  CHECK_FALSE(find_key("rdzv_backend")->parse("zookeeper", s, notice));
   CHECK_FALSE(find_key("rdzv_timeout")->parse("0", s, notice));
   CHECK_FALSE(find_key("term_timeout")->parse("-1", s, notice));
   CHECK_FALSE(find_key("tee")->parse("4", s, notice));

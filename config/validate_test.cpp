@@ -91,7 +91,7 @@ TEST_CASE("each kind of bad value names file, line, column, key, value and what 
                  "f.yaml:1:15: key 'num_machines': bad value '[1, 2]'"));
   CHECK(contains(error_of("gpu_ids: {a: 1}\n"), "key 'gpu_ids': bad value '{a: 1}'"));
   CHECK(contains(error_of("gpu_ids: 0;1\n"), "key 'gpu_ids': bad value '0;1' (allowed: all, or"));
-  CHECK(contains(error_of("rdzv_backend: etcd\n"), "(allowed: static, c10d)"));
+  CHECK(contains(error_of("rdzv_backend: zookeeper\n"), "(allowed: static, c10d, etcd, etcd-v2)"));
   CHECK(contains(error_of("term_timeout: -3\n"), "(allowed: seconds >= 0 and <= 1000000)"));
   CHECK(contains(error_of("compute_environment: AMAZON_SAGEMAKER\n"), "(allowed: LOCAL_MACHINE)"));
 }

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "cluster/detect.hpp"
+#include "cluster/etcd_backend.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/store_backend.hpp"
 #include "config/schema.hpp"
@@ -201,6 +202,24 @@ int launch(const LaunchRequest& request) {
     plan.machine_rank = -1;
   }
   if (elastic) plan.num_machines = *settings.max_machines;  // until the first round says
+  // etcd (--rdzv_backend etcd): the launchers meet in etcd at --main_process_ip:port, ranks
+  // by arrival unless given; every launcher binds a store, rank 0's serves the workers.
+  const bool via_etcd =
+      plan.num_machines > 1 && settings.rdzv_backend && settings.rdzv_backend->starts_with("etcd");
+  std::string etcd_endpoint;
+  if (via_etcd) {
+    if (!settings.main_process_ip || settings.main_process_ip->empty()) {
+      throw UsageError("--rdzv_backend etcd needs etcd's address",
+                       "give --main_process_ip (--master_addr) HOST and --main_process_port "
+                       "PORT (default 2379) of an etcd member");
+    }
+    const int port = settings.main_process_port.value_or(0);
+    const std::string& ip = *settings.main_process_ip;
+    const bool v6 = ip.find(':') != std::string::npos;  // an IPv6 address needs brackets
+    etcd_endpoint =
+        fmt::format("{}{}{}:{}", v6 ? "[" : "", ip, v6 ? "]" : "", port == 0 ? 2379 : port);
+    if (!settings.machine_rank) plan.machine_rank = -1;
+  }
   check_machines(plan, settings);
   check_capacity(plan, settings, read_capacity_limits());  // before anything is started
 
@@ -211,7 +230,12 @@ int launch(const LaunchRequest& request) {
   rendezvous::raise_open_file_limit();
   // Only machine 0 hosts the store; the others join it.
   std::optional<rendezvous::StoreServer> store;
-  if (plan.machine_rank == 0) {
+  std::optional<rendezvous::ListeningSocket> etcd_store_socket;
+  if (via_etcd) {
+    LaunchPlan any_port = plan;
+    any_port.master_port = 0;
+    etcd_store_socket.emplace(bind_store(any_port));
+  } else if (plan.machine_rank == 0) {
     // One machine: listen where the workers are told to connect (under srun -N1, MASTER_ADDR
     // is the node's name, which resolves to the node's own address, not 127.0.0.1).
     if (plan.num_machines == 1 && !settings.bind_addr) plan.bind_host = plan.master_addr;
@@ -247,7 +271,11 @@ int launch(const LaunchRequest& request) {
       say("xlaunch: {} detected: machine {} of {}, machine 0 at {}\n", cluster.scheduler,
           plan.machine_rank, plan.num_machines, plan.master_addr);
     }
-    if (options.elastic()) {
+    EtcdBackend* etcd_agent = nullptr;
+    if (via_etcd) {
+      say("xlaunch: joining the {}-machine job through etcd at {} (waiting up to {:g}s)\n",
+          plan.num_machines, etcd_endpoint, options.rdzv_timeout.count() / 1000.0);
+    } else if (options.elastic()) {
       say("xlaunch: {}: joining the elastic job ({}..{} machines) at {}:{} (waiting up to "
           "{:g}s)\n",
           plan.machine_rank == 0 ? "machine 0" : "this machine", options.min_machines,
@@ -260,13 +288,32 @@ int launch(const LaunchRequest& request) {
           options.rdzv_timeout.count() / 1000.0);
     }
     const bool is_elastic = options.elastic();
-    agent = std::make_unique<StoreBackend>(std::move(options));
     try {
+      if (via_etcd) {
+        auto backend = std::make_unique<EtcdBackend>(std::move(options), etcd_endpoint,
+                                                     etcd_store_socket->port());
+        etcd_agent = backend.get();
+        agent = std::move(backend);
+      } else {
+        agent = std::make_unique<StoreBackend>(std::move(options));
+      }
       Membership m = agent->join();
       adopt(m);
       plan.first_attempt = m.round;  // a late machine starts at the job's round
     } catch (const AgentError& e) {
       throw LaunchError(e.what(), e.exit_code());
+    }
+    if (etcd_agent) {
+      plan.master_addr = etcd_agent->hosts().at(0);
+      plan.master_port = static_cast<std::uint16_t>(etcd_agent->store_port());
+      if (plan.machine_rank == 0) {
+        store.emplace(std::move(*etcd_store_socket));
+        StopSignalsHeld held;  // as for machine 0's store above
+        store->start();
+      }
+      etcd_store_socket.reset();
+      say("xlaunch: machine {} of {} (through etcd), the workers' store at {}:{}\n",
+          plan.machine_rank, plan.num_machines, plan.master_addr, plan.master_port);
     }
     if (is_elastic) {
       say("xlaunch: round {}: machine {} of {}, world size {}\n", plan.first_attempt,

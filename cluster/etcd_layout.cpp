@@ -1,0 +1,173 @@
+#include "cluster/etcd_layout.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+
+namespace xlaunch::cluster::etcd {
+
+std::string job_key(std::string_view run_id, std::string_view suffix) {
+  return fmt::format("/xlaunch/{}/{}", run_id, suffix);
+}
+
+std::string member_key(std::string_view run_id, std::int64_t lease) {
+  return job_key(run_id, fmt::format("members/{:x}", lease));
+}
+
+std::string round_key(std::string_view run_id, int round, std::string_view suffix) {
+  return job_key(run_id, fmt::format("round/{}/{}", round, suffix));
+}
+
+std::optional<std::int64_t> lease_of_member_key(std::string_view run_id, std::string_view key) {
+  const std::string prefix = job_key(run_id, "members/");
+  if (!key.starts_with(prefix) || key.size() == prefix.size()) return std::nullopt;
+  auto hex = key.substr(prefix.size());
+  std::int64_t lease = 0;
+  auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), lease, 16);
+  if (ec != std::errc() || end != hex.data() + hex.size() || lease <= 0) return std::nullopt;
+  return lease;
+}
+
+std::string encode_member(const JoinRecord& record, std::string_view job_run_id, int store_port) {
+  std::string run(job_run_id);
+  std::replace(run.begin(), run.end(), '\n', ' ');
+  return fmt::format("job_run_id={}\nstore_port={}\n{}", run, store_port, cluster::encode(record));
+}
+
+void decode_member(std::string_view text, Member& into) {
+  auto line = [&](std::string_view head) {
+    auto nl = text.find('\n');
+    if (!text.starts_with(head) || nl == std::string_view::npos)
+      throw std::invalid_argument(fmt::format("a member record without its {} line", head));
+    std::string_view value = text.substr(head.size(), nl - head.size());
+    text.remove_prefix(nl + 1);
+    return value;
+  };
+  into.job_run_id = std::string(line("job_run_id="));
+  auto port = line("store_port=");
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), into.store_port);
+  if (ec != std::errc() || end != port.data() + port.size() || into.store_port < 0 ||
+      into.store_port > 65535)
+    throw std::invalid_argument("a member record with a bad store_port");
+  into.record = decode_join(text);
+}
+
+std::optional<Decision> decide(std::vector<Member> members, int num_machines,
+                               std::optional<int> total_processes) {
+  if (static_cast<int>(members.size()) < num_machines) return std::nullopt;
+  std::stable_sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
+    return a.create_revision < b.create_revision;
+  });
+  members.resize(num_machines);
+  const auto given = std::count_if(members.begin(), members.end(),
+                                   [](const Member& m) { return m.record.machine_rank >= 0; });
+  Decision decision;
+  if (given != 0 && given != num_machines) {
+    std::vector<std::string> without;
+    for (const Member& m : members)
+      if (m.record.machine_rank < 0)
+        without.push_back(fmt::format("{} (pid {})", m.record.host, m.record.pid));
+    decision.outcome = JoinProblem{
+        2, fmt::format("the machines cannot form one job: some launchers give --machine_rank and "
+                       "some do not ({}); with etcd, give it on every machine or on none",
+                       fmt::join(without, ", "))};
+    return decision;
+  }
+  std::vector<JoinRecord> records;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    records.push_back(members[i].record);
+    if (given == 0) records.back().machine_rank = static_cast<int>(i);  // arrival order
+  }
+  decision.outcome = decide_layout(records, num_machines, total_processes);
+  if (auto* layout = std::get_if<Layout>(&decision.outcome)) {
+    decision.leases.assign(num_machines, 0);
+    decision.hosts.assign(num_machines, "");
+    decision.ports.assign(num_machines, 0);
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      decision.leases[records[i].machine_rank] = members[i].lease;
+      decision.hosts[records[i].machine_rank] = records[i].host;
+      decision.ports[records[i].machine_rank] = members[i].store_port;
+      if (records[i].machine_rank == 0) layout->run_id = members[i].job_run_id;
+    }
+  }
+  return decision;
+}
+
+std::string encode(const Decision& d) {
+  std::vector<std::string> hosts;
+  for (std::string host : d.hosts) {
+    std::replace_if(
+        host.begin(), host.end(), [](char c) { return c == ' ' || c == '\n'; }, '_');
+    hosts.push_back(host.empty() ? "?" : host);
+  }
+  return fmt::format("members {}\nhosts {}\nports {}\n{}", fmt::join(d.leases, " "),
+                     fmt::join(hosts, " "), fmt::join(d.ports, " "), encode_layout(d.outcome));
+}
+
+namespace {
+std::vector<std::string_view> words(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (start < line.size()) {
+    auto space = line.find(' ', start);
+    if (space == std::string_view::npos) space = line.size();
+    if (space > start) out.push_back(line.substr(start, space - start));
+    start = space + 1;
+  }
+  return out;
+}
+
+std::string_view take_line(std::string_view& text, std::string_view head) {
+  auto nl = text.find('\n');
+  if (nl == std::string_view::npos) throw std::invalid_argument("not an xlaunch etcd layout");
+  std::string_view line = text.substr(0, nl);
+  text.remove_prefix(nl + 1);
+  if (line != head && !line.starts_with(std::string(head) + " "))
+    throw std::invalid_argument("not an xlaunch etcd layout");
+  return line.substr(std::min(line.size(), head.size() + 1));
+}
+}  // namespace
+
+Decision decode_decision(std::string_view text) {
+  Decision d;
+  for (auto word : words(take_line(text, "members"))) {
+    std::int64_t lease = 0;
+    auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), lease);
+    if (ec != std::errc() || end != word.data() + word.size() || lease <= 0)
+      throw std::invalid_argument("bad lease in an xlaunch etcd layout");
+    d.leases.push_back(lease);
+  }
+  for (auto word : words(take_line(text, "hosts"))) d.hosts.emplace_back(word);
+  for (auto word : words(take_line(text, "ports"))) {
+    int port = 0;
+    auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), port);
+    if (ec != std::errc() || end != word.data() + word.size() || port < 0 || port > 65535)
+      throw std::invalid_argument("bad port in an xlaunch etcd layout");
+    d.ports.push_back(port);
+  }
+  d.outcome = decode_layout(text);
+  if (const auto* layout = std::get_if<Layout>(&d.outcome)) {
+    if (layout->local_processes.size() != d.leases.size() || d.hosts.size() != d.leases.size() ||
+        d.ports.size() != d.leases.size())
+      throw std::invalid_argument("an xlaunch etcd layout whose lists differ in length");
+  }
+  return d;
+}
+
+JoinProblem too_few(const std::vector<Member>& members, int num_machines,
+                    std::string_view endpoints, std::chrono::milliseconds timeout) {
+  std::vector<std::string> joined;
+  for (const Member& m : members)
+    joined.push_back(fmt::format("{} (pid {})", m.record.host, m.record.pid));
+  return JoinProblem{
+      1, fmt::format("only {} of {} machines joined through etcd at {} within --rdzv_timeout "
+                     "{:g}s (joined: {}); start xlaunch on every machine with the same "
+                     "--rdzv_endpoint and --rdzv_id, or raise --rdzv_timeout",
+                     members.size(), num_machines, endpoints,
+                     static_cast<double>(timeout.count()) / 1000.0,
+                     joined.empty() ? "none" : fmt::format("{}", fmt::join(joined, ", ")))};
+}
+
+}  // namespace xlaunch::cluster::etcd

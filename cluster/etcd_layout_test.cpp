@@ -1,0 +1,134 @@
+#include "cluster/etcd_layout.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace xlaunch::cluster;
+using namespace xlaunch::cluster::etcd;
+
+namespace {
+Member member(std::int64_t lease, std::int64_t revision, int rank, const std::string& host,
+              int local = 2) {
+  JoinRecord r;
+  r.machine_rank = rank;
+  r.host = host;
+  r.pid = 100 + lease;
+  r.local_processes = local;
+  r.version = "1.0";
+  r.settings = "s.mixed_precision=no\n";
+  return Member{lease, revision, r, "run-" + host, static_cast<int>(30000 + lease)};
+}
+}  // namespace
+
+TEST_CASE("etcd keys live under /xlaunch/<run_id>/", "[etcd]") {
+  CHECK(job_key("job1", "layout") == "/xlaunch/job1/layout");
+  CHECK(member_key("job1", 0x1f) == "/xlaunch/job1/members/1f");
+  CHECK(round_key("job1", 2, "done/1") == "/xlaunch/job1/round/2/done/1");
+  CHECK(lease_of_member_key("job1", "/xlaunch/job1/members/1f") == 0x1f);
+  CHECK_FALSE(lease_of_member_key("job1", "/xlaunch/job2/members/1f"));
+  CHECK_FALSE(lease_of_member_key("job1", "/xlaunch/job1/members/"));
+  CHECK_FALSE(lease_of_member_key("job1", "/xlaunch/job1/members/xyz"));
+  CHECK_FALSE(lease_of_member_key("job1", "/xlaunch/job1/layout"));
+}
+
+TEST_CASE("etcd join: nothing is decided while too few members are in", "[etcd]") {
+  CHECK_FALSE(decide({member(1, 5, -1, "a")}, 2, std::nullopt));
+}
+
+TEST_CASE("etcd join: ranks follow arrival when no launcher gives one", "[etcd]") {
+  auto d =
+      decide({member(7, 9, -1, "late"), member(3, 4, -1, "first"), member(5, 6, -1, "second", 3)},
+             3, std::nullopt);
+  REQUIRE(d);
+  const auto& layout = std::get<Layout>(d->outcome);
+  CHECK(d->leases == std::vector<std::int64_t>{3, 5, 7});
+  CHECK(d->hosts == std::vector<std::string>{"first", "second", "late"});
+  CHECK(d->ports == std::vector<int>{30003, 30005, 30007});
+  CHECK(layout.local_processes == std::vector<int>{2, 3, 2});
+  CHECK(layout.run_id == "run-first");  // rank 0's run id is the job's
+}
+
+TEST_CASE("etcd member values carry the record and the launcher's run id", "[etcd]") {
+  Member m = member(1, 1, 3, "hostA");
+  Member back;
+  decode_member(encode_member(m.record, "20261123-abc", 41234), back);
+  CHECK(back.job_run_id == "20261123-abc");
+  CHECK(back.store_port == 41234);
+  CHECK_THROWS_AS(decode_member("job_run_id=x\nstore_port=70000\nmachine=0\n", back),
+                  std::invalid_argument);
+  CHECK(back.record.machine_rank == 3);
+  CHECK(back.record.host == "hostA");
+  CHECK(back.record.settings == m.record.settings);
+  CHECK_THROWS_AS(decode_member(xlaunch::cluster::encode(m.record), back), std::invalid_argument);
+  CHECK_THROWS_AS(decode_member("job_run_id=x", back), std::invalid_argument);
+}
+
+TEST_CASE("etcd join: the first arrivals form the job, later ones are left out", "[etcd]") {
+  auto d = decide({member(1, 10, -1, "a"), member(2, 11, -1, "b"), member(3, 12, -1, "c")}, 2,
+                  std::nullopt);
+  REQUIRE(d);
+  CHECK(d->leases == std::vector<std::int64_t>{1, 2});
+}
+
+TEST_CASE("etcd join: given machine ranks are used and checked", "[etcd]") {
+  auto d = decide({member(1, 10, 1, "a"), member(2, 11, 0, "b")}, 2, std::nullopt);
+  REQUIRE(d);
+  CHECK(d->leases == std::vector<std::int64_t>{2, 1});
+  CHECK(d->hosts == std::vector<std::string>{"b", "a"});
+
+  auto twice = decide({member(1, 10, 0, "a"), member(2, 11, 0, "b")}, 2, std::nullopt);
+  REQUIRE(twice);
+  const auto& problem = std::get<JoinProblem>(twice->outcome);
+  CHECK(problem.exit_code == 2);
+  CHECK_THAT(problem.message, Catch::Contains("machine rank 0 was given to two launchers"));
+
+  auto mixed = decide({member(1, 10, 0, "a"), member(2, 11, -1, "b")}, 2, std::nullopt);
+  REQUIRE(mixed);
+  CHECK_THAT(std::get<JoinProblem>(mixed->outcome).message,
+             Catch::Contains("on every machine or on none") && Catch::Contains("b (pid 102)"));
+}
+
+TEST_CASE("etcd join: disagreeing settings are the job's problem", "[etcd]") {
+  Member odd = member(2, 11, -1, "b");
+  odd.record.settings = "s.mixed_precision=bf16\n";
+  auto d = decide({member(1, 10, -1, "a"), odd}, 2, std::nullopt);
+  REQUIRE(d);
+  CHECK_THAT(std::get<JoinProblem>(d->outcome).message, Catch::Contains("mixed_precision"));
+  auto total = decide({member(1, 10, -1, "a"), member(2, 11, -1, "b")}, 2, 5);
+  REQUIRE(total);
+  CHECK_THAT(std::get<JoinProblem>(total->outcome).message, Catch::Contains("--num_processes 5"));
+}
+
+TEST_CASE("etcd layout values round-trip", "[etcd]") {
+  auto d = *decide({member(11, 1, -1, "h a"), member(22, 2, -1, "b", 4)}, 2, std::nullopt);
+  auto back = decode_decision(encode(d));
+  CHECK(back.leases == d.leases);
+  CHECK(back.hosts == std::vector<std::string>{"h_a", "b"});
+  CHECK(back.ports == std::vector<int>{30011, 30022});
+  CHECK(std::get<Layout>(back.outcome).local_processes == std::vector<int>{2, 4});
+  CHECK(std::get<Layout>(back.outcome).run_id == "run-h a");
+
+  Decision problem;
+  problem.outcome = JoinProblem{2, "they disagree\n  on this"};
+  auto p = decode_decision(encode(problem));
+  CHECK(p.leases.empty());
+  CHECK(std::get<JoinProblem>(p.outcome).message == "they disagree\n  on this");
+}
+
+TEST_CASE("malformed etcd layout values are refused", "[etcd]") {
+  CHECK_THROWS_AS(decode_decision(""), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("ok\n2"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members x\nhosts a\nports 1\nok\n2"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1 2\nhosts a\nports 1\nok\n2,2"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nports 1\nok\n2,2"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nports 1\nmaybe\n2"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nports 99999\nok\n2"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nok\n2"), std::invalid_argument);
+}
+
+TEST_CASE("too few machines: the message names etcd, who joined and the timeout", "[etcd]") {
+  auto p = too_few({member(1, 1, -1, "a")}, 3, "10.0.0.5:2379", std::chrono::seconds(60));
+  CHECK(p.exit_code == 1);
+  CHECK_THAT(p.message, Catch::Contains("only 1 of 3 machines") &&
+                            Catch::Contains("10.0.0.5:2379") && Catch::Contains("60s") &&
+                            Catch::Contains("a (pid 101)"));
+}
