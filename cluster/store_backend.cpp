@@ -338,9 +338,9 @@ struct StoreBackend::Impl {
   }
 
   // Round r >= 1 of an elastic job, on the host: the members not lost and the newcomers,
-  // up to MAX; below MIN it waits up to --rdzv_timeout for launchers to arrive. The store is
-  // not emptied (it holds the membership); the workers' keys are per attempt anyway.
-  Membership elastic_host_next_round(int r) {
+  // up to MAX; below MIN it waits up to --rdzv_timeout for launchers to arrive. The caller's
+  // clear_store empties the workers' keys (the launchers' records stay) before publishing.
+  Membership elastic_host_next_round(int r, const std::function<void()>& clear_store) {
     if (!client) client = connect(o.heartbeat_timeout);
     StoreClient& c = *client;
     std::set<int> lost_slots;
@@ -366,6 +366,9 @@ struct StoreBackend::Impl {
       }
       if (static_cast<int>(next.size()) >= o.min_machines) {
         round = r;
+        // The round's workers expect an empty store (PyTorch 2.x adds no per-attempt prefix
+        // under an agent store); clear before the layout lets any machine start them.
+        clear_store();
         Membership m = publish_round(c, r, next);
         watching_lost = true;
         return m;
@@ -672,7 +675,8 @@ Membership StoreBackend::begin_round(int round, const std::function<void()>& cle
   Impl& s = *impl_;
   if (s.elastic()) {
     try {
-      return s.o.machine_rank == 0 ? s.elastic_host_next_round(round) : s.elastic_next_round(round);
+      return s.o.machine_rank == 0 ? s.elastic_host_next_round(round, clear_store)
+                                   : s.elastic_next_round(round);
     } catch (const StoreError& e) {
       throw AgentError(fmt::format("lost machine 0's store at {}:{} between rounds: {}",
                                    s.o.store_host, s.o.store_port, e.what()),

@@ -265,8 +265,11 @@ int launch(const LaunchRequest& request) {
       plan.run_id = m.layout.run_id;
     }
   };
+  // The launchers' own records, which an elastic job keeps from round to round.
+  std::string agent_keys;
   if (plan.num_machines > 1) {
     AgentOptions options = agent_options(plan, settings, host);
+    agent_keys = fmt::format("xlaunch/{}/", options.run_id);
     if (!cluster.scheduler.empty()) {
       say("xlaunch: {} detected: machine {} of {}, machine 0 at {}\n", cluster.scheduler,
           plan.machine_rank, plan.num_machines, plan.master_addr);
@@ -351,7 +354,7 @@ int launch(const LaunchRequest& request) {
       return;
     }
     const int machines_before = plan.num_machines;
-    adopt(agent->begin_round(attempt, [&] { store->clear(); }));
+    adopt(agent->begin_round(attempt, [&] { store->clear(elastic ? agent_keys : std::string()); }));
     if (plan.num_machines != machines_before || elastic) {
       say("xlaunch: round {}: machine {} of {}, world size {}\n", attempt, plan.machine_rank,
           plan.num_machines, plan.world_size);

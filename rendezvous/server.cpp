@@ -83,7 +83,7 @@ struct ServerCore {
   void deliver(const Effects& fx, ConnId self);
   void update_counters();
   void close_all();
-  void clear_now();
+  void clear_now(std::string_view keep_prefix = {});
 
   asio::io_context io;
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
@@ -369,8 +369,8 @@ void ServerCore::close_all() {
   num_buffered.store(0);
 }
 
-void ServerCore::clear_now() {
-  for (ConnId id : state.clear()) {
+void ServerCore::clear_now(std::string_view keep_prefix) {
+  for (ConnId id : state.clear(keep_prefix)) {
     auto it = conns.find(id);
     if (it != conns.end()) close(it->second, {});
   }
@@ -413,14 +413,14 @@ void StoreServer::stop() {
   impl_->close_all();
 }
 
-void StoreServer::clear() {
+void StoreServer::clear(const std::string& keep_prefix) {
   if (!impl_->thread.joinable() || impl_->stopped) {
-    impl_->clear_now();
+    impl_->clear_now(keep_prefix);
     return;
   }
   std::promise<void> done;
   asio::post(impl_->io, [&] {
-    impl_->clear_now();
+    impl_->clear_now(keep_prefix);
     done.set_value();
   });
   done.get_future().wait();

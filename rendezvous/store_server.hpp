@@ -68,8 +68,9 @@ class StoreServer {
   /// Stops serving, closes every connection, joins the thread. Idempotent.
   void stop();
   /// Empties the key space and closes connections that are parked in a WAIT, so that a
-  /// new attempt starts from nothing. Thread-safe; returns when done.
-  void clear();
+  /// new attempt starts from nothing; keys under `keep_prefix` (when given) stay, as do
+  /// waits on them only (StoreState::clear). Thread-safe; returns when done.
+  void clear(const std::string& keep_prefix = {});
 
   std::uint16_t port() const;
   /// Number of keys now (thread-safe; for diagnostics and tests).

@@ -327,14 +327,25 @@ void StoreState::disconnect(ConnId conn) {
   watched_.erase(it);
 }
 
-std::vector<ConnId> StoreState::clear() {
+std::vector<ConnId> StoreState::clear(std::string_view keep_prefix) {
+  auto kept = [&](std::string_view key) {
+    return !keep_prefix.empty() && key.starts_with(keep_prefix);
+  };
+  // A connection parked on any key that goes is closed; one waiting only on kept keys stays.
   std::vector<ConnId> parked;
-  parked.reserve(waits_.size());
-  for (const auto& [conn, wait] : waits_) parked.push_back(conn);
-  kv_.clear();
-  queues_.clear();
-  parked_.clear();
-  waits_.clear();
+  for (const auto& [key, list] : parked_) {
+    if (kept(key)) continue;
+    for (const Parked& p : list) {
+      auto w = waits_.find(p.conn);
+      if (w != waits_.end() && w->second.generation == p.generation) parked.push_back(p.conn);
+    }
+  }
+  std::sort(parked.begin(), parked.end());
+  parked.erase(std::unique(parked.begin(), parked.end()), parked.end());
+  for (ConnId conn : parked) waits_.erase(conn);
+  std::erase_if(kv_, [&](const auto& entry) { return !kept(entry.first); });
+  std::erase_if(queues_, [&](const auto& entry) { return !kept(entry.first); });
+  std::erase_if(parked_, [&](const auto& entry) { return !kept(entry.first); });
   return parked;
 }
 

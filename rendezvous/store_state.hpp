@@ -44,7 +44,10 @@ class StoreState {
 
   /// Empties keys and queues and drops every parked wait; returns the connections that
   /// were parked (the server closes them so their clients fail instead of hanging).
-  std::vector<ConnId> clear();
+  /// Keys and queues starting with `keep_prefix` (when not empty) stay, and so do waits
+  /// that only wait on such keys: an elastic job's launchers keep their own records while
+  /// the workers' keys go, as each round's workers expect an empty store (PyTorch 2.x).
+  std::vector<ConnId> clear(std::string_view keep_prefix = {});
 
   std::size_t num_keys() const { return kv_.size(); }
   std::size_t num_parked() const { return waits_.size(); }

@@ -239,6 +239,30 @@ TEST_CASE("clear() empties everything and returns the parked connections", "[sta
   CHECK(h.fx.woken.empty());
 }
 
+TEST_CASE("clear(keep_prefix) keeps that prefix's keys, queues and waits only", "[state]") {
+  Harness h;
+  h.run(1, h.req(Op::Set, "xlaunch/job/layout", "L"));
+  h.run(1, h.req(Op::Set, "/worker/0", "addr"));
+  h.run(1, h.req(Op::QueuePush, "xlaunch/job/q", "1"));
+  h.run(1, h.req(Op::QueuePush, "/wq", "1"));
+  h.run(4, h.wait({"xlaunch/job/arrival/2"}));       // a launcher: stays parked
+  h.run(5, h.wait({"/worker/1"}));                   // a worker: closed
+  h.run(6, h.wait({"xlaunch/job/x", "/worker/2"}));  // both: closed (part of it goes)
+  std::vector<ConnId> parked = h.state.clear("xlaunch/job/");
+  std::sort(parked.begin(), parked.end());
+  CHECK(parked == std::vector<ConnId>{5, 6});
+  CHECK(h.state.num_keys() == 1);
+  CHECK(h.run(1, h.req(Op::Get, "xlaunch/job/layout")).find('L') != std::string::npos);
+  CHECK(h.run(1, h.req(Op::QueueLen, "/wq")) == std::string(8, '\0'));
+  CHECK(h.run(1, h.req(Op::QueueLen, "xlaunch/job/q")) != std::string(8, '\0'));
+  CHECK(h.state.num_parked() == 1);
+  h.run(1, h.req(Op::Set, "xlaunch/job/arrival/2", "r"));
+  CHECK(h.fx.woken.size() == 1);
+  h.run(1, h.req(Op::Set, "xlaunch/job/x", "1"));
+  h.run(1, h.req(Op::Set, "/worker/2", "1"));
+  CHECK(h.fx.woken.empty());  // connection 6's wait is gone
+}
+
 TEST_CASE("waiting lists each parked connection with the keys it still misses", "[state]") {
   Harness h;
   CHECK(h.state.waiting().empty());

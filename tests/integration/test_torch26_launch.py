@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from launch_helpers import launch, merged_env
-from test_multi_machine import free_port
+from launch_helpers import launch, merged_env, wait_for_files
+from test_multi_machine import Machines, free_port
 from torch26_helpers import (REPO, WORKERS, WRAPPER, mounts_under, shim_env,  # noqa: F401
                              torch26_python, torch26_root)
 
@@ -160,3 +160,33 @@ def test_the_wrapper_leaves_no_mount_behind_when_killed(torch26_python, torch26_
         proc.wait()
     time.sleep(0.1)
     assert mounts_under(torch26_root) == []
+
+
+def test_elastic_rounds_with_torch_26_workers(xlaunch_bin, torch26_python, tmp_path):
+    """An elastic job (--nnodes 1:2) of 2.6 ranks: round 0 alone, then a second launcher joins
+    and round 1 re-forms the gloo group with both machines' ranks."""
+    machines = Machines(xlaunch_bin, tmp_path)
+    try:
+        args = ["--nnodes", "1:2", "--max_restarts", "1", "--heartbeat_timeout", "5",
+                "--rdzv_conf", "last_call_timeout=2", "--nproc_per_node", "2"]
+        env = shim_env({"TARGET_WORLD": "4"})
+        worker = WORKERS / "elastic26.py"
+        m0 = machines.start(None, None, [*args, "--machine_rank", "0"], env=env,
+                            python=torch26_python, program=worker)
+        wait_for_files(machines.out, "rank_*_attempt_0.json", 2, timeout=300)
+        m1 = machines.start(None, None, args, env=env, python=torch26_python, program=worker)
+        rc1, _, err1 = machines.finish(m1, timeout=400)
+        rc0, _, err0 = machines.finish(m0, timeout=400)
+        assert rc0 == 0 and rc1 == 0, err0 + err1
+        first, second = machines.ranks(attempt=0), machines.ranks(attempt=1)
+    finally:
+        machines.cleanup()
+    assert sorted(first) == [0, 1] and {i["world"] for i in first.values()} == {2}, first
+    assert {i["sum"] for i in first.values()} == {3.0}  # 1 + 2
+    assert sorted(second) == [0, 1, 2, 3], second
+    assert {i["world"] for i in second.values()} == {4}
+    assert {i["sum"] for i in second.values()} == {10.0}  # 1 + 2 + 3 + 4
+    assert {i["GROUP_RANK"] for r, i in second.items()} == {"0", "1"}
+    assert {i["torch"].split("+")[0][:3] for i in second.values()} == {"2.6"}
+    assert len({i["TORCHELASTIC_RUN_ID"] for i in [*first.values(), *second.values()]}) == 1
+    assert "joined the job" in err0
