@@ -4,22 +4,13 @@
 
 #include <cctype>
 
+#include "config/text.hpp"
 #include "config/usage_error.hpp"
 
 namespace xlaunch::config {
 namespace {
 
 using Env = std::map<std::string, std::string>;
-
-std::string upper(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return text;
-}
-
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 /// Python's str() of a boolean, which accelerate uses for some variables.
 std::string python_bool(const std::string& canonical) {

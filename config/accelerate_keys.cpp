@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "config/schema.hpp"
+#include "config/text.hpp"
 #include "config/validate.hpp"
 
 namespace xlaunch::config {
@@ -124,20 +125,6 @@ const std::vector<AccelerateArg> kArgs = {
     {"fp8_opt_level", kFp8, ArgKind::Choice, "O1|O2", "MS-AMP level (default O2)"},
 };
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
-    text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-    text.remove_suffix(1);
-  return text;
-}
-
 std::vector<std::string_view> split_choices(std::string_view choices) {
   std::vector<std::string_view> out;
   std::size_t start = 0;
@@ -158,18 +145,6 @@ bool positive_count(std::string_view name) {
     if (n == name) return true;
   }
   return false;
-}
-
-std::string where(const std::string& origin, const YAML::Mark& mark) {
-  if (mark.is_null()) return origin;
-  return fmt::format("{}:{}:{}", origin, mark.line + 1, mark.column + 1);
-}
-
-std::string shown(const YAML::Node& node) {
-  if (node.IsScalar()) return printable(node.Scalar());
-  YAML::Emitter out;
-  out << YAML::Flow << node;
-  return printable(std::string(out.c_str(), out.size()));
 }
 
 /// accelerate copies section keys onto its arguments; fsdp_config and fp8_config keys may

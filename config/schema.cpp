@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "config/accelerate_keys.hpp"
+#include "config/text.hpp"
 #include "config/torchrun_values.hpp"
 
 namespace xlaunch::config {
@@ -16,22 +17,6 @@ namespace {
 
 template <typename T>
 using Field = std::optional<T> Settings::*;
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string format_number(double value) {
   // Whole seconds print as "30", not "30.000000", so written files read naturally.

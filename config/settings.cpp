@@ -4,19 +4,14 @@
 #include <cctype>
 #include <string>
 
+#include "config/text.hpp"
+
 namespace xlaunch::config {
 namespace {
 
 template <typename T>
 void take(std::optional<T>& into, const std::optional<T>& from) {
   if (from) into = from;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
 }
 
 }  // namespace

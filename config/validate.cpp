@@ -9,7 +9,6 @@
 #include "config/usage_error.hpp"
 
 namespace xlaunch::config {
-namespace {
 
 std::string where(const std::string& origin, const YAML::Mark& mark) {
   if (mark.is_null()) return origin;
@@ -24,6 +23,8 @@ std::string shown(const YAML::Node& node) {
   out << YAML::Flow << node;
   return printable(std::string(out.c_str(), out.size()));
 }
+
+namespace {
 
 /// Whether an ignored accelerate key's value leaves behaviour unchanged ({} , null, false...).
 bool inert(const YAML::Node& value, std::string_view inert_value) {

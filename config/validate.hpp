@@ -28,6 +28,11 @@ LoadedConfig validate_document(const YAML::Node& root, const std::string& origin
 /// one line exactly as it was given.
 std::string printable(std::string_view text);
 
+/// "ORIGIN:LINE:COL" of a YAML node (1-based, as editors count), or ORIGIN without a mark.
+std::string where(const std::string& origin, const YAML::Mark& mark);
+/// The value as the user wrote it, for messages: scalars verbatim, the rest in flow style.
+std::string shown(const YAML::Node& node);
+
 /// Throws UsageError("<title> (N problems):\n<one per line>", hint) when `problems` is not
 /// empty; does nothing otherwise.
 void throw_if_problems(std::string_view title, const std::vector<std::string>& problems,

@@ -6,8 +6,6 @@ The hook is `xlaunch launch --dry_run`: it prints the merged settings, this mach
 """
 import json
 import os
-import random
-import socket
 import subprocess
 import sys
 
@@ -15,6 +13,7 @@ import pytest
 
 from config_helpers import isolated_env
 from launch_helpers import WORKERS
+from test_multi_machine import free_port
 
 # What torch 1.13's torch.distributed.run makes of a command line (run under Debian's
 # python3-torch): the values a launcher acts on.
@@ -311,18 +310,6 @@ def test_help_shows_types_and_program(xlaunch_bin):
     assert "{true}" not in r.stdout
     assert "--max_restarts INT" in r.stdout
     assert "--term_timeout FLOAT" in r.stdout
-
-
-def free_port():
-    for _ in range(1000):
-        port = random.randrange(20000, 32000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 20000-32000")
 
 
 def test_workers_get_nccl_async_error_handling_role_and_virtual_local_rank(xlaunch_bin,
