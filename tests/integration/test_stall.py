@@ -100,7 +100,7 @@ def test_quiet_but_busy_worker_is_not_a_stall(xlaunch_bin, plain_python, tmp_pat
     r = launch(xlaunch_bin, ["--num_processes", "2", "--stall_timeout", "4", "--log_dir",
                              str(logs), str(script)], python=plain_python, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "stall" not in r.stderr, r.stderr
+    assert "xlaunch: stall" not in r.stderr, r.stderr
     assert r.stdout.count("done") == 2
     assert "stall" not in json.loads((run_dir(logs) / "summary.json").read_text())
 
