@@ -6,6 +6,7 @@
 
 #include "config/accelerate_keys.hpp"
 #include "config/usage_error.hpp"
+#include "launcher/console.hpp"
 
 namespace xlaunch::cli {
 namespace {
@@ -109,7 +110,7 @@ void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
       throw UsageError(fmt::format("--{} is accelerate's, but {}", f.name, f.reason),
                        fmt::format("drop --{}", f.name));
     }
-    if (*f.reason) fmt::print(stderr, "xlaunch: note: --{} has no effect: {}\n", f.name, f.reason);
+    if (*f.reason) launcher::say("xlaunch: note: --{} has no effect: {}\n", f.name, f.reason);
   }
 
   config::AccelerateArgs& out = settings.accelerate;
@@ -127,7 +128,7 @@ void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
     }
     out[name] = *value;
     if (arg.help.starts_with("no effect:")) {
-      fmt::print(stderr, "xlaunch: note: --{} has {}\n", name, arg.help);
+      launcher::say("xlaunch: note: --{} has {}\n", name, arg.help);
     }
   }
   if (given(cmd, "same_network")) settings.same_network = true;

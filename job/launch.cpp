@@ -184,7 +184,7 @@ int launch(const LaunchRequest& request) {
 
   std::optional<NvmlReport> nvml = query_nvml();
   if (auto warning = cuda_visible_devices_warning(lookup(parent_env, "CUDA_VISIBLE_DEVICES"))) {
-    fmt::print(stderr, "xlaunch: warning: {}\n", *warning);
+    say("xlaunch: warning: {}\n", *warning);
   }
   const std::vector<std::string> visible =
       visible_gpus(lookup(parent_env, "CUDA_VISIBLE_DEVICES"), nvml);

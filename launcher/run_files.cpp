@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "config/atomic_write.hpp"
+#include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/launch_error.hpp"
 #include "launcher/process.hpp"
@@ -79,7 +80,7 @@ RunFiles::RunFiles(const std::string& run_id, const std::optional<std::string>& 
     const std::string note =
         fmt::format("{} already exists (a run with the same run id); this run's logs go to {}",
                     *taken, run_dir_);
-    fmt::print(stderr, "xlaunch: note: {}\n", note);
+    say("xlaunch: note: {}\n", note);
     log(note);
   }
 }
