@@ -144,7 +144,7 @@ void add_launch_command(CLI::App& app, Action& run) {
       }
       check_program_word(rest);
       job::LaunchRequest request;
-      request.settings = resolve_launch_settings(*flags);
+      request.settings = resolve_launch_settings(*flags, &request.config_file);
       request.program.program = rest.front();
       request.program.args.assign(rest.begin() + 1, rest.end());
       request.program.module = flags->module;

@@ -41,7 +41,9 @@ void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags);
 /// The settings a launch starts from: flags > XLAUNCH_* environment > torchrun's PET_*
 /// environment > config file (the --config_file one, else the default file when it exists),
 /// with --rdzv_endpoint mapped onto the store address. Prints config notices and warnings
-/// once. Throws UsageError listing every problem, or naming a contradiction.
-config::Settings resolve_launch_settings(const LaunchFlags& flags);
+/// once. Throws UsageError listing every problem, or naming a contradiction. The config file
+/// that was read, if any, goes to `*config_file_read` when given (for the run line).
+config::Settings resolve_launch_settings(const LaunchFlags& flags,
+                                         std::optional<std::string>* config_file_read = nullptr);
 
 }  // namespace xlaunch::cli

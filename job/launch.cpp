@@ -333,8 +333,10 @@ int launch(const LaunchRequest& request) {
   files.log(fmt::format("run {} on {}: {}, store {}:{}, argv: {}", plan.run_id, host,
                         describe_workers(plan), plan.master_addr, plan.master_port,
                         fmt::join(plan.argv, " ")));
-  say("xlaunch: run {}: {}, store {}:{}{}\n", plan.run_id, describe_workers(plan), plan.master_addr,
-      plan.master_port, files.keeps_output() ? fmt::format(", logs in {}", files.run_dir()) : "");
+  say("xlaunch: run {}: {}, store {}:{}{}{}\n", plan.run_id, describe_workers(plan),
+      plan.master_addr, plan.master_port,
+      request.config_file ? fmt::format(", config {}", *request.config_file) : "",
+      files.keeps_output() ? fmt::format(", logs in {}", files.run_dir()) : "");
   // What runs, interpreter resolved: the first thing to check when a worker misbehaves.
   say("xlaunch: command: {}\n", fmt::join(plan.argv, " "));
   if (plan.local_world_size > 1 && omp_threads_defaulted(parent_env) &&

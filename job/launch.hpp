@@ -1,6 +1,9 @@
 // The launcher's one entry point: `xlaunch launch` (and `xlaunch test`) call it.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "config/settings.hpp"
 #include "launcher/program.hpp"
 
@@ -9,6 +12,7 @@ namespace xlaunch::job {
 struct LaunchRequest {
   config::Settings settings;  // merged flags > environment > config file
   launcher::ProgramSpec program;
+  std::optional<std::string> config_file;  // the config file read, if any (for the run line)
 };
 
 /// Runs the whole job on this machine: finds GPUs, checks the program, binds and serves

@@ -251,6 +251,8 @@ def test_accelerates_default_config_when_no_xlaunch_config(xlaunch_bin, plain_py
     r, envs = launch(xlaunch_bin, plain_python, tmp_path, [], CUDA_VISIBLE_DEVICES="6,7")
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"using accelerate's default config {default}" in r.stderr
+    run_line = [ln for ln in r.stderr.splitlines() if ln.startswith("xlaunch: run ")][0]
+    assert f", config {default}" in run_line, run_line
     assert len(envs) == 2  # num_processes: 2 from accelerate's file
     assert all(env["ACCELERATE_USE_FSDP"] == "true" for env in envs)
 
@@ -262,6 +264,8 @@ def test_accelerates_default_config_when_no_xlaunch_config(xlaunch_bin, plain_py
     r, envs = launch(xlaunch_bin, plain_python, tmp_path, [], CUDA_VISIBLE_DEVICES="6,7")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "accelerate's default config" not in r.stderr
+    xlaunch_default = tmp_path / ".config" / "xlaunch" / "default_config.yaml"
+    assert f", config {xlaunch_default}" in r.stderr
     assert len(envs) == 1 and "ACCELERATE_USE_FSDP" not in envs[0]
 
 
