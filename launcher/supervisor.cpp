@@ -92,7 +92,7 @@ struct Supervisor::Impl {
   bool failure_published = false;
   std::unique_ptr<StallMonitor> monitor;  // stalls, stacks, wrong addresses (diagnose.md)
   bool stalled_stop = false;              // --on_stall stop stopped this attempt
-  OutputActivity activity;  // lines per rank per second, for the run's picture
+  OutputActivity activity;                // lines per rank per second, for the run's picture
 
   Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g)
       : plan(p), parent_env(env), files(f), host(std::move(h)), guardian(g) {
