@@ -347,7 +347,8 @@ struct EtcdBackend::Impl {
           continue;
         }
       }
-      if (Steady::now() >= deadline) {
+      // Once MIN are in, the last call (not --rdzv_timeout) bounds the wait.
+      if (Steady::now() >= deadline && (latest || !min_since)) {
         if (latest) {
           throw AgentError(
               fmt::format("the elastic job with run id '{}' did not take this launcher in "
@@ -362,8 +363,8 @@ struct EtcdBackend::Impl {
       }
       auto wait = std::chrono::duration_cast<milliseconds>(deadline - Steady::now());
       if (min_since) {
-        wait = std::min(wait, std::chrono::duration_cast<milliseconds>(
-                                  o.last_call_timeout - (Steady::now() - *min_since)));
+        wait = std::chrono::duration_cast<milliseconds>(o.last_call_timeout -
+                                                        (Steady::now() - *min_since));
       }
       wait_change(revision, std::clamp(wait, milliseconds(1), interval * 10));
     }

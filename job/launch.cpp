@@ -275,7 +275,12 @@ int launch(const LaunchRequest& request) {
       say("xlaunch: {} detected: machine {} of {}, machine 0 at {}\n", cluster.scheduler,
           plan.machine_rank, plan.num_machines, plan.master_addr);
     }
-    if (via_etcd) {
+    if (via_etcd && options.elastic()) {
+      say("xlaunch: joining the elastic job ({}..{} machines) through etcd at {} (waiting up to "
+          "{:g}s)\n",
+          options.min_machines, options.max_machines, etcd_endpoint,
+          options.rdzv_timeout.count() / 1000.0);
+    } else if (via_etcd) {
       say("xlaunch: joining the {}-machine job through etcd at {} (waiting up to {:g}s)\n",
           plan.num_machines, etcd_endpoint, options.rdzv_timeout.count() / 1000.0);
     } else if (options.elastic()) {

@@ -565,7 +565,7 @@ def test_launch_elastic_job_shrinks_when_a_launcher_is_killed(launchers, etcd, d
 
 
 def test_launch_elastic_job_below_min_fails_naming_the_lost_machine(launchers, etcd, driver):
-    extra = ["--max_restarts", "1", "--rdzv_timeout", "3"]
+    extra = ["--max_restarts", "1", "--rdzv_timeout", "10", "--rdzv_conf", "last_call_timeout=1"]
     procs = [launchers.start(etcd.endpoints, "job-min", machines="2:3", extra=extra,
                              env={"MODE": "hang_round0"})]
     wait_for_members(driver, etcd.endpoints, "job-min", 1)
@@ -577,7 +577,7 @@ def test_launch_elastic_job_below_min_fails_naming_the_lost_machine(launchers, e
     code, out, err = launchers.finish(procs[0])
     assert code == 1, err
     assert "1 machine left, fewer than the minimum 2" in err
-    assert "none joined within --rdzv_timeout 3s; lost: " in err
+    assert "none joined within --rdzv_timeout 10s; lost: " in err
 
 
 def test_a_run_id_is_reused_once_its_job_has_ended(members, etcd):
