@@ -54,6 +54,8 @@ struct EtcdBackend::Impl {
   int reported = -1;                   // guarded by mu: the last round on_stop was called for
   std::thread keeper;
   std::thread monitor;
+  // Elastic: every launcher seen registered, so that a lost one is named with its pid.
+  std::map<std::int64_t, JoinRecord> known;  // guarded by mu
 
   Impl(AgentOptions options, const std::string& endpoints)
       : o(std::move(options)),
@@ -63,7 +65,8 @@ struct EtcdBackend::Impl {
 
   std::string key(std::string_view suffix) const { return job_key(o.run_id, suffix); }
   std::string rkey(int r, std::string_view suffix) const { return round_key(o.run_id, r, suffix); }
-  std::string host_of(int m) const {
+  std::string host_of(int m) {
+    std::lock_guard lock(mu);  // elastic: begin_round replaces the decision
     return m >= 0 && m < static_cast<int>(decision.hosts.size()) ? decision.hosts[m] : "?";
   }
 
@@ -92,7 +95,7 @@ struct EtcdBackend::Impl {
     notify(round.load(), record);
   }
 
-  FailureRecord lost_record(int m) const {
+  FailureRecord lost_record(int m) {
     // An elastic job re-forms without it (a restartable change of members).
     if (o.elastic()) return machine_left(m, host_of(m), o.heartbeat_timeout);
     FailureRecord r;
@@ -245,46 +248,25 @@ struct EtcdBackend::Impl {
       decode_member(kv.value, m);
       out.push_back(std::move(m));
     }
+    std::lock_guard lock(mu);
+    for (const Member& m : out) known.emplace(m.lease, m.record);
     std::stable_sort(out.begin(), out.end(), [](const Member& a, const Member& b) {
       return a.create_revision < b.create_revision;
     });
     return out;
   }
 
-  /// An elastic round of `chosen` (rank order); the job's run id is the first round's.
-  static Decision elastic_decision(const std::vector<Member>& chosen, const std::string& run_id) {
-    Decision d;
-    std::vector<JoinRecord> records;
-    std::vector<int> slots;
-    for (const Member& m : chosen) {
-      d.leases.push_back(m.lease);
-      d.hosts.push_back(m.record.host);
-      d.ports.push_back(m.store_port);
-      records.push_back(m.record);
-      slots.push_back(static_cast<int>(slots.size()));
-    }
-    d.outcome = elastic_layout(records, slots, run_id);
-    return d;
-  }
-
   /// The newest round's layout under round/, and its round; nullopt when none.
   std::optional<std::pair<int, Decision>> latest_layout(std::int64_t* revision) {
-    auto keys = client.get_prefix(key("round/"));
-    if (revision) *revision = keys.revision;
-    std::optional<std::pair<int, std::string>> best;
-    const std::string prefix = key("round/");
-    for (const auto& kv : keys.kvs) {
-      std::string_view rest(kv.key);
-      rest.remove_prefix(prefix.size());
-      auto slash = rest.find('/');
-      if (slash == std::string_view::npos || rest.substr(slash + 1) != "layout") continue;
-      int r = 0;
-      auto [end, ec] = std::from_chars(rest.data(), rest.data() + slash, r);
-      if (ec != std::errc() || end != rest.data() + slash) continue;
-      if (!best || r > best->first) best = std::pair{r, kv.value};
-    }
-    if (!best) return std::nullopt;
-    return std::pair{best->first, decode_decision(best->second)};
+    auto listed = client.get_prefix(key("round/"));
+    if (revision) *revision = listed.revision;
+    std::vector<std::string> keys;
+    for (const auto& kv : listed.kvs) keys.push_back(kv.key);
+    auto r = latest_layout_round(o.run_id, keys);
+    if (!r) return std::nullopt;
+    for (const auto& kv : listed.kvs)
+      if (kv.key == rkey(*r, "layout")) return std::pair{*r, decode_decision(kv.value)};
+    return std::nullopt;
   }
 
   /// Adopts round r's decision; false when this launcher is not in it.
@@ -311,62 +293,75 @@ struct EtcdBackend::Impl {
     const auto deadline = Steady::now() + o.rdzv_timeout;
     std::optional<Steady::time_point> min_since;  // when this launcher saw MIN members
     bool checked_stale = false;
+    std::optional<Steady::time_point> failing_since;
     while (true) {
-      if (auto f = fatal_now()) throw AgentError(fmt::format("cannot join: {}", f->cause), 1);
-      std::int64_t revision = 0;
-      auto latest = latest_layout(&revision);
-      auto members = list_members();
-      std::set<std::int64_t> alive;
-      for (const Member& m : members) alive.insert(m.lease);
-      if (latest && !checked_stale) {
-        // Left by an earlier job with this run id whose launchers are all gone.
-        const auto& leases = latest->second.leases;
-        if (std::none_of(leases.begin(), leases.end(),
-                         [&](std::int64_t l) { return alive.contains(l); })) {
-          client.erase_prefix(key("round/"));
-          checked_stale = true;
-          continue;
+      try {
+        if (auto f = fatal_now()) throw AgentError(fmt::format("cannot join: {}", f->cause), 1);
+        std::int64_t revision = 0;
+        auto latest = latest_layout(&revision);
+        auto members = list_members();
+        std::set<std::int64_t> alive;
+        for (const Member& m : members) alive.insert(m.lease);
+        if (latest && !checked_stale) {
+          // Left by an earlier job with this run id whose launchers are all gone.
+          const auto& leases = latest->second.leases;
+          if (std::none_of(leases.begin(), leases.end(),
+                           [&](std::int64_t l) { return alive.contains(l); })) {
+            client.erase_prefix(key("round/"));
+            checked_stale = true;
+            continue;
+          }
         }
-      }
-      checked_stale = true;
-      if (latest) {
-        if (adopt(latest->first, latest->second)) return membership(latest->first);
-        // The job runs without this launcher: its monitors see it and re-form the job.
-      } else if (!members.empty()) {
-        const int n = static_cast<int>(members.size());
-        if (n >= o.min_machines && !min_since) min_since = Steady::now();
-        const bool over = min_since && Steady::now() - *min_since >= o.last_call_timeout;
-        // The first to arrive decides round 0, so that one clock times the last call.
-        if (members.front().lease == lease &&
-            first_round_ready(n, o.min_machines, o.max_machines, over)) {
-          members.resize(std::min(n, o.max_machines));
-          Decision d = elastic_decision(members, members.front().job_run_id);
-          auto won = client.create(rkey(0, "layout"), encode(d));
-          Decision got = won.created ? d : decode_decision(won.existing->value);
-          if (adopt(0, got)) return membership(0);
-          continue;
-        }
-      }
-      // Once MIN are in, the last call (not --rdzv_timeout) bounds the wait.
-      if (Steady::now() >= deadline && (latest || !min_since)) {
+        checked_stale = true;
         if (latest) {
-          throw AgentError(
-              fmt::format("the elastic job with run id '{}' did not take this launcher in "
-                          "within --rdzv_timeout {:g}s: it runs {} machines (--nnodes ...:{}) "
-                          "or has no restart left (--max_restarts)",
-                          o.run_id, seconds(o.rdzv_timeout), latest->second.leases.size(),
-                          o.max_machines),
-              1);
+          if (adopt(latest->first, latest->second)) return membership(latest->first);
+          // The job runs without this launcher: its monitors see it and re-form the job.
+        } else if (!members.empty()) {
+          const int n = static_cast<int>(members.size());
+          if (n >= o.min_machines && !min_since) min_since = Steady::now();
+          const bool over = min_since && Steady::now() - *min_since >= o.last_call_timeout;
+          // The first to arrive decides round 0, so that one clock times the last call.
+          if (members.front().lease == lease &&
+              first_round_ready(n, o.min_machines, o.max_machines, over)) {
+            members.resize(std::min(n, o.max_machines));
+            Decision d = elastic_decision(members, members.front().job_run_id);
+            auto won = client.create(rkey(0, "layout"), encode(d));
+            Decision got = won.created ? d : decode_decision(won.existing->value);
+            if (adopt(0, got)) return membership(0);
+            continue;
+          }
         }
-        auto problem = too_few(members, o.min_machines, client.endpoints_text(), o.rdzv_timeout);
-        throw AgentError(problem.message, problem.exit_code);
+        // Once MIN are in, the last call (not --rdzv_timeout) bounds the wait.
+        if (Steady::now() >= deadline && (latest || !min_since)) {
+          if (latest) {
+            throw AgentError(
+                fmt::format("the elastic job with run id '{}' did not take this launcher in "
+                            "within --rdzv_timeout {:g}s: it runs {} machines (--nnodes ...:{}) "
+                            "or has no restart left (--max_restarts)",
+                            o.run_id, seconds(o.rdzv_timeout), latest->second.leases.size(),
+                            o.max_machines),
+                1);
+          }
+          auto problem = too_few(members, o.min_machines, client.endpoints_text(), o.rdzv_timeout);
+          throw AgentError(problem.message, problem.exit_code);
+        }
+        auto wait = std::chrono::duration_cast<milliseconds>(deadline - Steady::now());
+        if (min_since) {
+          wait = std::chrono::duration_cast<milliseconds>(o.last_call_timeout -
+                                                          (Steady::now() - *min_since));
+        }
+        wait_change(revision, std::clamp(wait, milliseconds(1), interval * 10));
+      } catch (const Error& e) {
+        // A call that timed out on a loaded machine: etcd counts as lost after
+        // --heartbeat_timeout only.
+        if (!e.unreachable()) throw;
+        if (!failing_since) failing_since = Steady::now();
+        if (Steady::now() - *failing_since >= o.heartbeat_timeout) throw;
+        std::unique_lock lock(mu);
+        wake.wait_for(lock, interval, [&] { return stopping.load(); });
+        continue;
       }
-      auto wait = std::chrono::duration_cast<milliseconds>(deadline - Steady::now());
-      if (min_since) {
-        wait = std::chrono::duration_cast<milliseconds>(o.last_call_timeout -
-                                                        (Steady::now() - *min_since));
-      }
-      wait_change(revision, std::clamp(wait, milliseconds(1), interval * 10));
+      failing_since.reset();
     }
   }
 
@@ -375,69 +370,70 @@ struct EtcdBackend::Impl {
   Membership elastic_round(int r, const std::function<void()>& clear_store) {
     const Decision previous = decision_now();
     const auto deadline = Steady::now() + o.rdzv_timeout;
+    std::optional<Steady::time_point> failing_since;
     while (true) {
-      if (auto f = fatal_now()) throw AgentError(fmt::format("job failed: {}", f->describe()), 1);
-      std::int64_t revision = 0;
-      auto layout = client.get(rkey(r, "layout"));
-      revision = layout.revision;
-      if (!layout.kvs.empty()) {
-        if (adopt(r, decode_decision(layout.kvs[0].value))) return membership(r);
-        throw AgentError(fmt::format("the elastic job re-formed without this launcher ({}, pid "
-                                     "{}) in round {}",
-                                     o.host, o.pid, r),
-                         1);
-      }
-      auto members = list_members();
-      std::set<std::int64_t> alive;
-      for (const Member& m : members) alive.insert(m.lease);
-      std::optional<std::int64_t> decider;
-      for (std::int64_t l : previous.leases)
-        if (alive.contains(l)) {
-          decider = l;
-          break;
+      try {
+        if (auto f = fatal_now()) throw AgentError(fmt::format("job failed: {}", f->describe()), 1);
+        std::int64_t revision = 0;
+        auto layout = client.get(rkey(r, "layout"));
+        revision = layout.revision;
+        if (!layout.kvs.empty()) {
+          if (adopt(r, decode_decision(layout.kvs[0].value))) return membership(r);
+          throw AgentError(fmt::format("the elastic job re-formed without this launcher ({}, pid "
+                                       "{}) in round {}",
+                                       o.host, o.pid, r),
+                           1);
         }
-      if (decider == lease) {
-        // Survivors in their order (rank 0 keeps the store), then newcomers by arrival.
-        std::vector<Member> chosen;
-        std::vector<JoinRecord> lost;
-        for (std::size_t m = 0; m < previous.leases.size(); ++m) {
-          auto it = std::find_if(members.begin(), members.end(),
-                                 [&](const Member& x) { return x.lease == previous.leases[m]; });
-          if (it != members.end()) {
-            chosen.push_back(*it);
-          } else {
-            JoinRecord gone;
-            gone.host = previous.hosts.at(m);
-            lost.push_back(gone);
+        auto members = list_members();
+        std::set<std::int64_t> alive;
+        for (const Member& m : members) alive.insert(m.lease);
+        std::optional<std::int64_t> decider;
+        for (std::int64_t l : previous.leases)
+          if (alive.contains(l)) {
+            decider = l;
+            break;
           }
+        if (decider == lease) {
+          // Survivors in their order (rank 0 keeps the store), then newcomers by arrival.
+          auto [chosen, lost] = next_round(previous, members, o.max_machines);
+          {
+            std::lock_guard lock(mu);
+            for (JoinRecord& gone : lost)
+              if (auto it = known.find(previous.leases.at(gone.machine_rank)); it != known.end())
+                gone.pid = it->second.pid;
+          }
+          if (static_cast<int>(chosen.size()) >= o.min_machines) {
+            const auto& prior = std::get_if<Layout>(&previous.outcome);
+            Decision d = elastic_decision(chosen, prior ? prior->run_id : o.job_run_id);
+            clear_store();  // before the layout: no worker of round r has started yet
+            auto won = client.create(rkey(r, "layout"), encode(d));
+            if (adopt(r, won.created ? d : decode_decision(won.existing->value)))
+              return membership(r);
+            continue;
+          }
+          if (Steady::now() >= deadline) {
+            std::vector<JoinRecord> present;
+            for (const Member& m : chosen) present.push_back(m.record);
+            auto problem = too_few_machines(present, lost, o.min_machines, o.rdzv_timeout);
+            throw AgentError(problem.message, problem.exit_code);
+          }
+        } else if (!decider && Steady::now() >= deadline) {
+          throw AgentError("the elastic job lost all its machines", 1);
         }
-        for (const Member& m : members) {
-          if (static_cast<int>(chosen.size()) >= o.max_machines) break;
-          if (std::find(previous.leases.begin(), previous.leases.end(), m.lease) ==
-              previous.leases.end())
-            chosen.push_back(m);
-        }
-        if (static_cast<int>(chosen.size()) >= o.min_machines) {
-          const auto& prior = std::get_if<Layout>(&previous.outcome);
-          Decision d = elastic_decision(chosen, prior ? prior->run_id : o.job_run_id);
-          clear_store();  // before the layout: no worker of round r has started yet
-          auto won = client.create(rkey(r, "layout"), encode(d));
-          if (adopt(r, won.created ? d : decode_decision(won.existing->value)))
-            return membership(r);
-          continue;
-        }
-        if (Steady::now() >= deadline) {
-          std::vector<JoinRecord> present;
-          for (const Member& m : chosen) present.push_back(m.record);
-          auto problem = too_few_machines(present, lost, o.min_machines, o.rdzv_timeout);
-          throw AgentError(problem.message, problem.exit_code);
-        }
-      } else if (!decider && Steady::now() >= deadline) {
-        throw AgentError("the elastic job lost all its machines", 1);
+        wait_change(revision,
+                    std::clamp(std::chrono::duration_cast<milliseconds>(deadline - Steady::now()),
+                               milliseconds(1), interval * 10));
+      } catch (const Error& e) {
+        // A call that timed out on a loaded machine: etcd counts as lost after
+        // --heartbeat_timeout only.
+        if (!e.unreachable()) throw;
+        if (!failing_since) failing_since = Steady::now();
+        if (Steady::now() - *failing_since >= o.heartbeat_timeout) throw;
+        std::unique_lock lock(mu);
+        wake.wait_for(lock, interval, [&] { return stopping.load(); });
+        continue;
       }
-      wait_change(revision,
-                  std::clamp(std::chrono::duration_cast<milliseconds>(deadline - Steady::now()),
-                             milliseconds(1), interval * 10));
+      failing_since.reset();
     }
   }
 

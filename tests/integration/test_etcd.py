@@ -578,6 +578,7 @@ def test_launch_elastic_job_below_min_fails_naming_the_lost_machine(launchers, e
     assert code == 1, err
     assert "1 machine left, fewer than the minimum 2" in err
     assert "none joined within --rdzv_timeout 10s; lost: " in err
+    assert f"(pid {procs[1].pid}); present: " in err  # the killed launcher is named
 
 
 def test_a_run_id_is_reused_once_its_job_has_ended(members, etcd):
