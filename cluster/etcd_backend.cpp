@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -12,6 +13,7 @@
 
 #include "cluster/etcd_client.hpp"
 #include "cluster/etcd_layout.hpp"
+#include "cluster/membership.hpp"
 
 namespace xlaunch::cluster {
 
@@ -52,6 +54,8 @@ struct EtcdBackend::Impl {
   int reported = -1;                   // guarded by mu: the last round on_stop was called for
   std::thread keeper;
   std::thread monitor;
+  // Elastic: every launcher seen registered, so that a lost one is named with its pid.
+  std::map<std::int64_t, JoinRecord> known;  // guarded by mu
 
   Impl(AgentOptions options, const std::string& endpoints)
       : o(std::move(options)),
@@ -61,7 +65,8 @@ struct EtcdBackend::Impl {
 
   std::string key(std::string_view suffix) const { return job_key(o.run_id, suffix); }
   std::string rkey(int r, std::string_view suffix) const { return round_key(o.run_id, r, suffix); }
-  std::string host_of(int m) const {
+  std::string host_of(int m) {
+    std::lock_guard lock(mu);  // elastic: begin_round replaces the decision
     return m >= 0 && m < static_cast<int>(decision.hosts.size()) ? decision.hosts[m] : "?";
   }
 
@@ -90,7 +95,9 @@ struct EtcdBackend::Impl {
     notify(round.load(), record);
   }
 
-  FailureRecord lost_record(int m) const {
+  FailureRecord lost_record(int m) {
+    // An elastic job re-forms without it (a restartable change of members).
+    if (o.elastic()) return machine_left(m, host_of(m), o.heartbeat_timeout);
     FailureRecord r;
     r.machine_rank = m;
     r.host = host_of(m);
@@ -164,19 +171,27 @@ struct EtcdBackend::Impl {
   void monitor_loop() {
     std::int64_t next = 0;
     bool synced = false;
+    int synced_round = -1;
     while (!stopping) {
       const int r = round.load();
       try {
-        if (!synced) {
-          // Whatever happened before the watch (re)started: present failure, missing members.
-          // The watch starts after the first read, so that nothing in between is missed.
+        if (!synced || synced_round != r) {
+          // Whatever happened before the watch (re)started: present failure, missing members
+          // (and newcomers, elastic). The watch starts after the first read, so that nothing
+          // in between is missed; a new round re-reads.
           auto failure = client.get(rkey(r, "failure"));
           if (!failure.kvs.empty()) notify(r, decode_failure(failure.kvs[0].value));
-          auto alive = alive_leases();
-          for (std::size_t m = 0; m < decision.leases.size(); ++m)
-            if (!alive.contains(decision.leases[m])) machine_lost(r, static_cast<int>(m));
+          const Decision d = decision_now();
+          auto present = list_members();
+          std::set<std::int64_t> alive;
+          for (const Member& m : present) alive.insert(m.lease);
+          for (std::size_t m = 0; m < d.leases.size(); ++m)
+            if (!alive.contains(d.leases[m])) machine_lost(r, static_cast<int>(m));
+          if (o.elastic())
+            for (const Member& m : present) newcomer(r, m);
           next = failure.revision + 1;
           synced = true;
+          synced_round = r;
         }
         WatchResult changes = client.watch(key(""), next, interval * 5);
         next = std::max(next, changes.next_revision);
@@ -184,9 +199,14 @@ struct EtcdBackend::Impl {
           if (e.deleted) {
             auto l = lease_of_member_key(o.run_id, e.kv.key);
             if (!l) continue;
-            auto it = std::find(decision.leases.begin(), decision.leases.end(), *l);
-            if (it != decision.leases.end() && *l != lease)
-              machine_lost(round.load(), static_cast<int>(it - decision.leases.begin()));
+            const Decision d = decision_now();
+            auto it = std::find(d.leases.begin(), d.leases.end(), *l);
+            if (it != d.leases.end() && *l != lease)
+              machine_lost(round.load(), static_cast<int>(it - d.leases.begin()));
+          } else if (auto l = lease_of_member_key(o.run_id, e.kv.key); l && o.elastic()) {
+            Member m{*l, e.kv.create_revision, {}, {}, 0};
+            decode_member(e.kv.value, m);
+            newcomer(round.load(), m);
           } else if (e.kv.key == rkey(round.load(), "failure")) {
             notify(round.load(), decode_failure(e.kv.value));
           }
@@ -211,6 +231,224 @@ struct EtcdBackend::Impl {
     }
   }
 
+  Decision decision_now() {
+    std::lock_guard lock(mu);
+    return decision;
+  }
+
+  /// The registered launchers, by arrival.
+  std::vector<Member> list_members(std::int64_t* revision = nullptr) {
+    auto listed = client.get_prefix(key("members/"));
+    if (revision) *revision = listed.revision;
+    std::vector<Member> out;
+    for (const auto& kv : listed.kvs) {
+      auto l = lease_of_member_key(o.run_id, kv.key);
+      if (!l) continue;
+      Member m{*l, kv.create_revision, {}, {}, 0};
+      decode_member(kv.value, m);
+      out.push_back(std::move(m));
+    }
+    std::lock_guard lock(mu);
+    for (const Member& m : out) known.emplace(m.lease, m.record);
+    std::stable_sort(out.begin(), out.end(), [](const Member& a, const Member& b) {
+      return a.create_revision < b.create_revision;
+    });
+    return out;
+  }
+
+  /// The newest round's layout under round/, and its round; nullopt when none.
+  std::optional<std::pair<int, Decision>> latest_layout(std::int64_t* revision) {
+    auto listed = client.get_prefix(key("round/"));
+    if (revision) *revision = listed.revision;
+    std::vector<std::string> keys;
+    for (const auto& kv : listed.kvs) keys.push_back(kv.key);
+    auto r = latest_layout_round(o.run_id, keys);
+    if (!r) return std::nullopt;
+    for (const auto& kv : listed.kvs)
+      if (kv.key == rkey(*r, "layout")) return std::pair{*r, decode_decision(kv.value)};
+    return std::nullopt;
+  }
+
+  /// Adopts round r's decision; false when this launcher is not in it.
+  bool adopt(int r, const Decision& d) {
+    auto mine = std::find(d.leases.begin(), d.leases.end(), lease);
+    {
+      std::lock_guard lock(mu);
+      decision = d;
+    }
+    if (mine == d.leases.end()) return false;
+    rank = static_cast<int>(mine - d.leases.begin());
+    round = r;  // after the decision: the monitor checks newcomers against this round's
+    return true;
+  }
+
+  Membership membership(int r) const {
+    if (const auto* problem = std::get_if<JoinProblem>(&decision.outcome))
+      throw AgentError(problem->message, problem->exit_code);
+    return Membership{std::get<Layout>(decision.outcome), rank, r};
+  }
+
+  /// Elastic round 0, or the running job's next round for a newcomer.
+  Membership elastic_join() {
+    const auto deadline = Steady::now() + o.rdzv_timeout;
+    std::optional<Steady::time_point> min_since;  // when this launcher saw MIN members
+    bool checked_stale = false;
+    std::optional<Steady::time_point> failing_since;
+    while (true) {
+      try {
+        if (auto f = fatal_now()) throw AgentError(fmt::format("cannot join: {}", f->cause), 1);
+        std::int64_t revision = 0;
+        auto latest = latest_layout(&revision);
+        auto members = list_members();
+        std::set<std::int64_t> alive;
+        for (const Member& m : members) alive.insert(m.lease);
+        if (latest && !checked_stale) {
+          // Left by an earlier job with this run id whose launchers are all gone.
+          const auto& leases = latest->second.leases;
+          if (std::none_of(leases.begin(), leases.end(),
+                           [&](std::int64_t l) { return alive.contains(l); })) {
+            client.erase_prefix(key("round/"));
+            checked_stale = true;
+            continue;
+          }
+        }
+        checked_stale = true;
+        if (latest) {
+          if (adopt(latest->first, latest->second)) return membership(latest->first);
+          // The job runs without this launcher: its monitors see it and re-form the job.
+        } else if (!members.empty()) {
+          const int n = static_cast<int>(members.size());
+          if (n >= o.min_machines && !min_since) min_since = Steady::now();
+          const bool over = min_since && Steady::now() - *min_since >= o.last_call_timeout;
+          // The first to arrive decides round 0, so that one clock times the last call.
+          if (members.front().lease == lease &&
+              first_round_ready(n, o.min_machines, o.max_machines, over)) {
+            members.resize(std::min(n, o.max_machines));
+            Decision d = elastic_decision(members, members.front().job_run_id);
+            auto won = client.create(rkey(0, "layout"), encode(d));
+            Decision got = won.created ? d : decode_decision(won.existing->value);
+            if (adopt(0, got)) return membership(0);
+            continue;
+          }
+        }
+        // Once MIN are in, the last call (not --rdzv_timeout) bounds the wait.
+        if (Steady::now() >= deadline && (latest || !min_since)) {
+          if (latest) {
+            throw AgentError(
+                fmt::format("the elastic job with run id '{}' did not take this launcher in "
+                            "within --rdzv_timeout {:g}s: it runs {} machines (--nnodes ...:{}) "
+                            "or has no restart left (--max_restarts)",
+                            o.run_id, seconds(o.rdzv_timeout), latest->second.leases.size(),
+                            o.max_machines),
+                1);
+          }
+          auto problem = too_few(members, o.min_machines, client.endpoints_text(), o.rdzv_timeout);
+          throw AgentError(problem.message, problem.exit_code);
+        }
+        auto wait = std::chrono::duration_cast<milliseconds>(deadline - Steady::now());
+        if (min_since) {
+          wait = std::chrono::duration_cast<milliseconds>(o.last_call_timeout -
+                                                          (Steady::now() - *min_since));
+        }
+        wait_change(revision, std::clamp(wait, milliseconds(1), interval * 10));
+      } catch (const Error& e) {
+        // A call that timed out on a loaded machine: etcd counts as lost after
+        // --heartbeat_timeout only.
+        if (!e.unreachable()) throw;
+        if (!failing_since) failing_since = Steady::now();
+        if (Steady::now() - *failing_since >= o.heartbeat_timeout) throw;
+        std::unique_lock lock(mu);
+        wake.wait_for(lock, interval, [&] { return stopping.load(); });
+        continue;
+      }
+      failing_since.reset();
+    }
+  }
+
+  /// Elastic round r >= 1: the first surviving member of the last round decides it (and
+  /// empties its workers' store); the others wait for its layout.
+  Membership elastic_round(int r, const std::function<void()>& clear_store) {
+    const Decision previous = decision_now();
+    const auto deadline = Steady::now() + o.rdzv_timeout;
+    std::optional<Steady::time_point> failing_since;
+    while (true) {
+      try {
+        if (auto f = fatal_now()) throw AgentError(fmt::format("job failed: {}", f->describe()), 1);
+        std::int64_t revision = 0;
+        auto layout = client.get(rkey(r, "layout"));
+        revision = layout.revision;
+        if (!layout.kvs.empty()) {
+          if (adopt(r, decode_decision(layout.kvs[0].value))) return membership(r);
+          throw AgentError(fmt::format("the elastic job re-formed without this launcher ({}, pid "
+                                       "{}) in round {}",
+                                       o.host, o.pid, r),
+                           1);
+        }
+        auto members = list_members();
+        std::set<std::int64_t> alive;
+        for (const Member& m : members) alive.insert(m.lease);
+        std::optional<std::int64_t> decider;
+        for (std::int64_t l : previous.leases)
+          if (alive.contains(l)) {
+            decider = l;
+            break;
+          }
+        if (decider == lease) {
+          // Survivors in their order (rank 0 keeps the store), then newcomers by arrival.
+          auto [chosen, lost] = next_round(previous, members, o.max_machines);
+          {
+            std::lock_guard lock(mu);
+            for (JoinRecord& gone : lost)
+              if (auto it = known.find(previous.leases.at(gone.machine_rank)); it != known.end())
+                gone.pid = it->second.pid;
+          }
+          if (static_cast<int>(chosen.size()) >= o.min_machines) {
+            const auto& prior = std::get_if<Layout>(&previous.outcome);
+            Decision d = elastic_decision(chosen, prior ? prior->run_id : o.job_run_id);
+            clear_store();  // before the layout: no worker of round r has started yet
+            auto won = client.create(rkey(r, "layout"), encode(d));
+            if (adopt(r, won.created ? d : decode_decision(won.existing->value)))
+              return membership(r);
+            continue;
+          }
+          if (Steady::now() >= deadline) {
+            std::vector<JoinRecord> present;
+            for (const Member& m : chosen) present.push_back(m.record);
+            auto problem = too_few_machines(present, lost, o.min_machines, o.rdzv_timeout);
+            throw AgentError(problem.message, problem.exit_code);
+          }
+        } else if (!decider && Steady::now() >= deadline) {
+          throw AgentError("the elastic job lost all its machines", 1);
+        }
+        wait_change(revision,
+                    std::clamp(std::chrono::duration_cast<milliseconds>(deadline - Steady::now()),
+                               milliseconds(1), interval * 10));
+      } catch (const Error& e) {
+        // A call that timed out on a loaded machine: etcd counts as lost after
+        // --heartbeat_timeout only.
+        if (!e.unreachable()) throw;
+        if (!failing_since) failing_since = Steady::now();
+        if (Steady::now() - *failing_since >= o.heartbeat_timeout) throw;
+        std::unique_lock lock(mu);
+        wake.wait_for(lock, interval, [&] { return stopping.load(); });
+        continue;
+      }
+      failing_since.reset();
+    }
+  }
+
+  /// Elastic: a launcher registered while round r runs without it; stops the round when
+  /// there is room for it and a restart left.
+  void newcomer(int r, const Member& m) {
+    Decision d = decision_now();
+    if (std::find(d.leases.begin(), d.leases.end(), m.lease) != d.leases.end()) return;
+    const int n = static_cast<int>(d.leases.size());
+    if (!admits_newcomer(n, 1, o.max_machines, r, o.max_restarts)) return;
+    auto record = machine_joined(m.record, n);
+    auto won = client.create(rkey(r, "failure"), cluster::encode(record));
+    notify(r, won.created ? record : decode_failure(won.existing->value));
+  }
+
   /// Runs `op` until it succeeds; etcd unreachable for heartbeat_timeout returns its record.
   template <typename Op>
   std::optional<FailureRecord> retrying(Op op) {
@@ -231,12 +469,6 @@ struct EtcdBackend::Impl {
 };
 
 EtcdBackend::EtcdBackend(AgentOptions options, std::string endpoints, int store_port) {
-  if (options.elastic()) {
-    throw AgentError(
-        "--rdzv_backend etcd runs fixed-size jobs only: give --nnodes N (not MIN:MAX), or use "
-        "the c10d backend for an elastic job",
-        2);
-  }
   impl_ = std::make_unique<Impl>(std::move(options), endpoints);
   impl_->store_port = store_port;
 }
@@ -276,6 +508,22 @@ Membership EtcdBackend::join() {
   }
   s.keeper = std::thread([&s, ttl] { s.keep_loop(ttl); });
 
+  if (s.o.elastic()) {
+    try {
+      JoinRecord me{-1, s.o.host, s.o.pid, s.o.local_processes, s.o.version, s.o.settings};
+      s.client.put(member_key(s.o.run_id, s.lease), encode_member(me, s.o.job_run_id, s.store_port),
+                   s.lease);
+      return s.elastic_join();
+    } catch (const Error& e) {
+      throw AgentError(
+          fmt::format("lost etcd at {} while joining: {}", s.client.endpoints_text(), e.what()), 1);
+    } catch (const std::invalid_argument& e) {
+      throw AgentError(fmt::format("malformed xlaunch record in etcd under {} ({}); is another "
+                                   "program using run id '{}'?",
+                                   s.key(""), e.what(), s.o.run_id),
+                       1);
+    }
+  }
   const auto deadline = Steady::now() + s.o.rdzv_timeout;
   std::vector<Member> members;
   try {
@@ -391,6 +639,15 @@ void EtcdBackend::close(int /*exit_code*/) {
 
 Membership EtcdBackend::begin_round(int round, const std::function<void()>& clear_store) {
   Impl& s = *impl_;
+  if (s.o.elastic()) {
+    try {
+      return s.elastic_round(round, clear_store);
+    } catch (const Error& e) {
+      throw AgentError(fmt::format("lost etcd while the job re-formed: {}", e.what()), 1);
+    } catch (const std::invalid_argument& e) {
+      throw AgentError(fmt::format("malformed xlaunch record in etcd: {}", e.what()), 1);
+    }
+  }
   s.round = round;
   const std::string go = s.rkey(round, "go");
   std::optional<FailureRecord> lost;

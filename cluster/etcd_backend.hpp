@@ -1,7 +1,9 @@
 // The join through etcd (--rdzv_backend etcd / etcd-v2): launchers register under
 // "/xlaunch/<run_id>/" on leases they keep alive, the first to see enough of them decides
-// the job in one transaction, and a launcher whose lease expires is lost. No launcher has
-// to start first; rank 0 of the job hosts the workers' store. Keys: etcd_layout.hpp.
+// the job in one transaction, and a launcher whose lease expires is lost (elastic jobs:
+// each round is decided the same way and a newcomer or a loss re-forms the job). No
+// launcher has to start first; rank 0 of the round hosts the workers' store. Keys:
+// etcd_layout.hpp.
 #pragma once
 
 #include <memory>
@@ -18,8 +20,9 @@ class EtcdBackend final : public JoinBackend {
   /// does not parse). options.machine_rank -1: ranks by arrival. options.heartbeat_timeout
   /// is the lease's TTL, and how long etcd may stay unreachable (at start or later).
   /// `store_port`: where this launcher's workers' store listens should it be rank 0 (every
-  /// launcher binds one before the join; only rank 0's is used). Fixed-size jobs only:
-  /// elastic options are refused (AgentError exit 2).
+  /// launcher binds one before the join; only rank 0's is used). Elastic options
+  /// (MIN < MAX): one layout per round, round/<r>/layout; hosts() and store_port() then
+  /// follow the round begin_round returned.
   EtcdBackend(AgentOptions options, std::string endpoints, int store_port);
   ~EtcdBackend() override;  // stops the threads and revokes the lease
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "cluster/membership.hpp"
+
 namespace xlaunch::cluster::etcd {
 
 std::string job_key(std::string_view run_id, std::string_view suffix) {
@@ -168,6 +170,63 @@ JoinProblem too_few(const std::vector<Member>& members, int num_machines,
                      members.size(), num_machines, endpoints,
                      static_cast<double>(timeout.count()) / 1000.0,
                      joined.empty() ? "none" : fmt::format("{}", fmt::join(joined, ", ")))};
+}
+
+Decision elastic_decision(const std::vector<Member>& chosen, const std::string& run_id) {
+  Decision d;
+  std::vector<JoinRecord> records;
+  std::vector<int> slots;
+  for (const Member& m : chosen) {
+    d.leases.push_back(m.lease);
+    d.hosts.push_back(m.record.host);
+    d.ports.push_back(m.store_port);
+    records.push_back(m.record);
+    slots.push_back(static_cast<int>(slots.size()));
+  }
+  d.outcome = elastic_layout(records, slots, run_id);
+  return d;
+}
+
+NextRound next_round(const Decision& previous, std::vector<Member> present, int max_machines) {
+  std::stable_sort(present.begin(), present.end(), [](const Member& a, const Member& b) {
+    return a.create_revision < b.create_revision;
+  });
+  NextRound next;
+  for (std::size_t m = 0; m < previous.leases.size(); ++m) {
+    auto it = std::find_if(present.begin(), present.end(),
+                           [&](const Member& x) { return x.lease == previous.leases[m]; });
+    if (it != present.end()) {
+      next.members.push_back(*it);
+    } else {
+      JoinRecord gone;
+      gone.machine_rank = static_cast<int>(m);
+      gone.host = m < previous.hosts.size() ? previous.hosts[m] : "?";
+      next.lost.push_back(gone);
+    }
+  }
+  for (const Member& m : present) {
+    if (static_cast<int>(next.members.size()) >= max_machines) break;
+    if (std::find(previous.leases.begin(), previous.leases.end(), m.lease) == previous.leases.end())
+      next.members.push_back(m);
+  }
+  return next;
+}
+
+std::optional<int> latest_layout_round(std::string_view run_id,
+                                       const std::vector<std::string>& keys) {
+  const std::string prefix = job_key(run_id, "round/");
+  std::optional<int> best;
+  for (std::string_view key : keys) {
+    if (!key.starts_with(prefix)) continue;
+    key.remove_prefix(prefix.size());
+    auto slash = key.find('/');
+    if (slash == std::string_view::npos || key.substr(slash + 1) != "layout") continue;
+    int r = 0;
+    auto [end, ec] = std::from_chars(key.data(), key.data() + slash, r);
+    if (ec != std::errc() || end != key.data() + slash || r < 0) continue;
+    if (!best || r > *best) best = r;
+  }
+  return best;
 }
 
 }  // namespace xlaunch::cluster::etcd

@@ -13,6 +13,9 @@
 //   round/<r>/verdict    "ok" or the failure, written once by the first launcher that sees
 //                        every machine done or lost
 //   round/<r>/go         round r >= 1 may start (machine 0 emptied the workers' store)
+//   round/<r>/layout     elastic jobs: round r's members, decided (create-if-absent) by the
+//                        first arrival (round 0) or the last round's first survivor, in the
+//                        layout's format; it replaces `layout`
 #pragma once
 
 #include <chrono>
@@ -68,6 +71,26 @@ std::optional<Decision> decide(std::vector<Member> members, int num_machines,
 std::string encode(const Decision& decision);
 /// Throws std::invalid_argument for a value that is not a Decision.
 Decision decode_decision(std::string_view text);
+
+// --- elastic jobs (--nnodes MIN:MAX): one layout per round, round/<r>/layout -------------
+
+/// An elastic round's decision from `chosen` in rank order: ranks 0..n-1, checked like a
+/// fixed job's layout, the job's run id `run_id` (the first round's rank 0's).
+Decision elastic_decision(const std::vector<Member>& chosen, const std::string& run_id);
+
+/// Who is in elastic round r >= 1: the last round's members still registered, in their order
+/// (its rank 0 keeps the workers' store while it lives), then newcomers by arrival, up to
+/// max_machines; `lost`: the hosts of the last round's members gone.
+struct NextRound {
+  std::vector<Member> members;
+  std::vector<JoinRecord> lost;
+};
+NextRound next_round(const Decision& previous, std::vector<Member> present, int max_machines);
+
+/// The newest round with a layout among `keys` (round/<r>/... keys of the job); nullopt
+/// when none.
+std::optional<int> latest_layout_round(std::string_view run_id,
+                                       const std::vector<std::string>& keys);
 
 /// The message when too few launchers joined in time.
 JoinProblem too_few(const std::vector<Member>& members, int num_machines,

@@ -132,3 +132,62 @@ TEST_CASE("too few machines: the message names etcd, who joined and the timeout"
                             Catch::Contains("10.0.0.5:2379") && Catch::Contains("60s") &&
                             Catch::Contains("a (pid 101)"));
 }
+
+TEST_CASE("etcd elastic: a round's decision ranks its members in the order given", "[etcd]") {
+  auto d = elastic_decision({member(5, 9, -1, "b"), member(3, 4, -1, "a", 3)}, "run-b");
+  CHECK(d.leases == std::vector<std::int64_t>{5, 3});
+  CHECK(d.hosts == std::vector<std::string>{"b", "a"});
+  CHECK(d.ports == std::vector<int>{30005, 30003});
+  const auto& layout = std::get<Layout>(d.outcome);
+  CHECK(layout.local_processes == std::vector<int>{2, 3});
+  CHECK(layout.run_id == "run-b");
+  // The decision travels through etcd unchanged.
+  auto back = decode_decision(encode(d));
+  CHECK(back.leases == d.leases);
+  CHECK(std::get<Layout>(back.outcome).local_processes == layout.local_processes);
+}
+
+TEST_CASE("etcd elastic: a round's members must agree like a fixed job's", "[etcd]") {
+  Member other = member(4, 5, -1, "b");
+  other.record.version = "2.0";
+  auto d = elastic_decision({member(3, 4, -1, "a"), other}, "run-a");
+  REQUIRE(std::holds_alternative<JoinProblem>(d.outcome));
+  CHECK(std::get<JoinProblem>(d.outcome).exit_code == 2);
+}
+
+TEST_CASE("etcd elastic: the next round keeps survivors in order, then newcomers", "[etcd]") {
+  Decision previous = elastic_decision(
+      {member(7, 2, -1, "first"), member(3, 4, -1, "second"), member(9, 6, -1, "third")}, "r");
+  SECTION("a lost member leaves; rank 0 stays rank 0") {
+    auto next = next_round(previous, {member(9, 6, -1, "third"), member(7, 2, -1, "first")}, 4);
+    REQUIRE(next.members.size() == 2);
+    CHECK(next.members[0].lease == 7);
+    CHECK(next.members[1].lease == 9);
+    REQUIRE(next.lost.size() == 1);
+    CHECK(next.lost[0].host == "second");
+  }
+  SECTION("newcomers join by arrival, up to MAX") {
+    auto next = next_round(
+        previous,
+        {member(20, 12, -1, "late"), member(9, 6, -1, "third"), member(7, 2, -1, "first"),
+         member(3, 4, -1, "second"), member(11, 10, -1, "early")},
+        4);
+    REQUIRE(next.members.size() == 4);
+    CHECK(next.members[3].lease == 11);
+    CHECK(next.lost.empty());
+  }
+  SECTION("rank 0 lost: the first survivor becomes rank 0") {
+    auto next = next_round(previous, {member(3, 4, -1, "second"), member(9, 6, -1, "third")}, 4);
+    REQUIRE(next.members.size() == 2);
+    CHECK(next.members[0].lease == 3);
+    CHECK(next.lost[0].host == "first");
+  }
+}
+
+TEST_CASE("etcd elastic: the newest round with a layout", "[etcd]") {
+  CHECK_FALSE(latest_layout_round("j", {}));
+  CHECK_FALSE(latest_layout_round("j", {"/xlaunch/j/round/3/failure", "/xlaunch/j/layout"}));
+  CHECK(latest_layout_round("j", {"/xlaunch/j/round/2/layout", "/xlaunch/j/round/10/layout",
+                                  "/xlaunch/j/round/11/go", "/xlaunch/k/round/12/layout",
+                                  "/xlaunch/j/round/x/layout"}) == 10);
+}

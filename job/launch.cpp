@@ -250,6 +250,7 @@ int launch(const LaunchRequest& request) {
   const std::string host = settings.local_addr.value_or(host_name());  // torchrun's --local_addr
 
   std::unique_ptr<JoinBackend> agent;
+  EtcdBackend* etcd_agent = nullptr;  // agent, when the join is through etcd
   // Applies a round's membership: ranks, sizes and the job's run id on this machine.
   auto adopt = [&](const Membership& m) {
     plan.world_size = m.layout.world_size();
@@ -274,8 +275,12 @@ int launch(const LaunchRequest& request) {
       say("xlaunch: {} detected: machine {} of {}, machine 0 at {}\n", cluster.scheduler,
           plan.machine_rank, plan.num_machines, plan.master_addr);
     }
-    EtcdBackend* etcd_agent = nullptr;
-    if (via_etcd) {
+    if (via_etcd && options.elastic()) {
+      say("xlaunch: joining the elastic job ({}..{} machines) through etcd at {} (waiting up to "
+          "{:g}s)\n",
+          options.min_machines, options.max_machines, etcd_endpoint,
+          options.rdzv_timeout.count() / 1000.0);
+    } else if (via_etcd) {
       say("xlaunch: joining the {}-machine job through etcd at {} (waiting up to {:g}s)\n",
           plan.num_machines, etcd_endpoint, options.rdzv_timeout.count() / 1000.0);
     } else if (options.elastic()) {
@@ -314,7 +319,7 @@ int launch(const LaunchRequest& request) {
         StopSignalsHeld held;  // as for machine 0's store above
         store->start();
       }
-      etcd_store_socket.reset();
+      if (!is_elastic) etcd_store_socket.reset();  // elastic: a later round's rank 0 needs it
       say("xlaunch: machine {} of {} (through etcd), the workers' store at {}:{}\n",
           plan.machine_rank, plan.num_machines, plan.master_addr, plan.master_port);
     }
@@ -356,7 +361,20 @@ int launch(const LaunchRequest& request) {
       return;
     }
     const int machines_before = plan.num_machines;
-    adopt(agent->begin_round(attempt, [&] { store->clear(elastic ? agent_keys : std::string()); }));
+    adopt(agent->begin_round(attempt, [&] {
+      if (store) store->clear(elastic ? agent_keys : std::string());
+    }));
+    if (etcd_agent && elastic) {
+      // The round's rank 0 hosts the workers' store: a new one when rank 0 was lost.
+      plan.master_addr = etcd_agent->hosts().at(0);
+      plan.master_port = static_cast<std::uint16_t>(etcd_agent->store_port());
+      if (plan.machine_rank == 0 && !store && etcd_store_socket) {
+        store.emplace(std::move(*etcd_store_socket));
+        StopSignalsHeld held_now;
+        store->start();
+        etcd_store_socket.reset();
+      }
+    }
     if (plan.num_machines != machines_before || elastic) {
       say("xlaunch: round {}: machine {} of {}, world size {}\n", attempt, plan.machine_rank,
           plan.num_machines, plan.world_size);
