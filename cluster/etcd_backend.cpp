@@ -222,6 +222,15 @@ struct EtcdBackend::Impl {
   }
 
   /// Waits up to `timeout` for a change under the job's keys after `revision`.
+  // After a call found etcd unreachable (a timeout on a loaded machine, say): waits one
+  // interval, or rethrows once etcd has been unreachable for --heartbeat_timeout.
+  void wait_out_unreachable(std::optional<Steady::time_point>& failing_since) {
+    if (!failing_since) failing_since = Steady::now();
+    if (Steady::now() - *failing_since >= o.heartbeat_timeout) throw;
+    std::unique_lock lock(mu);
+    wake.wait_for(lock, interval, [&] { return stopping.load(); });
+  }
+
   void wait_change(std::int64_t revision, milliseconds timeout) {
     try {
       client.watch(key(""), revision + 1, std::max(timeout, milliseconds(1)));
@@ -352,13 +361,8 @@ struct EtcdBackend::Impl {
         }
         wait_change(revision, std::clamp(wait, milliseconds(1), interval * 10));
       } catch (const Error& e) {
-        // A call that timed out on a loaded machine: etcd counts as lost after
-        // --heartbeat_timeout only.
         if (!e.unreachable()) throw;
-        if (!failing_since) failing_since = Steady::now();
-        if (Steady::now() - *failing_since >= o.heartbeat_timeout) throw;
-        std::unique_lock lock(mu);
-        wake.wait_for(lock, interval, [&] { return stopping.load(); });
+        wait_out_unreachable(failing_since);
         continue;
       }
       failing_since.reset();
@@ -424,13 +428,8 @@ struct EtcdBackend::Impl {
                     std::clamp(std::chrono::duration_cast<milliseconds>(deadline - Steady::now()),
                                milliseconds(1), interval * 10));
       } catch (const Error& e) {
-        // A call that timed out on a loaded machine: etcd counts as lost after
-        // --heartbeat_timeout only.
         if (!e.unreachable()) throw;
-        if (!failing_since) failing_since = Steady::now();
-        if (Steady::now() - *failing_since >= o.heartbeat_timeout) throw;
-        std::unique_lock lock(mu);
-        wake.wait_for(lock, interval, [&] { return stopping.load(); });
+        wait_out_unreachable(failing_since);
         continue;
       }
       failing_since.reset();
