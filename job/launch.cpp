@@ -223,9 +223,14 @@ int launch(const LaunchRequest& request) {
   check_machines(plan, settings);
   check_capacity(plan, settings, read_capacity_limits());  // before anything is started
 
-  // Forked before the store's thread exists.
-  GroupGuardian guardian =
-      GroupGuardian::start(parse_containment_request(lookup(parent_env, "XLAUNCH_CONTAINMENT")));
+  // Forked before the store's thread exists. A stop signal between making the run's cgroup
+  // and the guardian's start would leave the cgroup behind: once the guardian runs, it
+  // removes the cgroup whenever the launcher ends.
+  GroupGuardian guardian = [&] {
+    StopSignalsHeld held;
+    return GroupGuardian::start(
+        parse_containment_request(lookup(parent_env, "XLAUNCH_CONTAINMENT")));
+  }();
   warn_if_bf16_unsupported(plan, nvml);
   rendezvous::raise_open_file_limit();
   // Only machine 0 hosts the store; the others join it.

@@ -9,6 +9,7 @@ import subprocess
 import time
 
 from launch_helpers import merged_env, wait_for_files, wait_until_gone
+from test_containment import run_cgroups
 
 
 def run(xlaunch_bin, args, timeout=60, **kwargs):
@@ -358,6 +359,11 @@ def test_a_signal_right_at_start_leaves_no_half_written_run_folder(xlaunch_bin, 
             assert (runs[0] / "summary.json").exists(), (i, sorted(runs[0].iterdir()))
         else:
             assert rc in (-signal.SIGTERM, 143), (i, rc)
+        # Nor a run cgroup: made before the guardian that removes it had started, it stayed.
+        deadline = time.monotonic() + 10
+        while run_cgroups(p.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert run_cgroups(p.pid) == [], (i, rc)
 
 
 def test_a_rank_that_cannot_be_set_up_is_a_reported_failure(xlaunch_bin, tmp_path):
