@@ -58,9 +58,30 @@ def cgroup2_dir():
     return None
 
 
-def run_cgroups(launcher_pid):
+def all_run_cgroups():
     base = cgroup2_dir()
-    return sorted(base.glob(f"xlaunch-{launcher_pid}-*")) if base else []
+    return set(base.glob("xlaunch-*")) if base else set()
+
+
+# Run cgroups that existed before the current test: a launcher SIGKILLed while it started
+# (another test's) can leave an empty one, whose pid a later launcher may get again.
+_before_test = set()
+
+
+@pytest.fixture(autouse=True)
+def _note_existing_run_cgroups():
+    _before_test.clear()
+    _before_test.update(all_run_cgroups())
+    yield
+
+
+def run_cgroups(launcher_pid, existing=None):
+    """The run cgroups of the launcher with this pid, less those that existed before."""
+    base = cgroup2_dir()
+    if not base:
+        return []
+    old = _before_test if existing is None else existing
+    return sorted(p for p in base.glob(f"xlaunch-{launcher_pid}-*") if p not in old)
 
 
 def remove_cgroup(path):

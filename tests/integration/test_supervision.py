@@ -9,7 +9,7 @@ import subprocess
 import time
 
 from launch_helpers import merged_env, wait_for_files, wait_until_gone
-from test_containment import run_cgroups
+from test_containment import all_run_cgroups, run_cgroups
 
 
 def run(xlaunch_bin, args, timeout=60, **kwargs):
@@ -347,6 +347,7 @@ def test_a_signal_right_at_start_leaves_no_half_written_run_folder(xlaunch_bin, 
     # the supervisor, so a run folder always gets its summary.json.
     for i in range(30):
         logs = tmp_path / f"logs{i}"
+        existing = all_run_cgroups()
         p = subprocess.Popen([xlaunch_bin, "launch", "--log_dir", str(logs), "--no_python",
                               "/bin/sleep", "30"], env=merged_env(None),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -361,9 +362,9 @@ def test_a_signal_right_at_start_leaves_no_half_written_run_folder(xlaunch_bin, 
             assert rc in (-signal.SIGTERM, 143), (i, rc)
         # Nor a run cgroup: made before the guardian that removes it had started, it stayed.
         deadline = time.monotonic() + 10
-        while run_cgroups(p.pid) and time.monotonic() < deadline:
+        while run_cgroups(p.pid, existing) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert run_cgroups(p.pid) == [], (i, rc)
+        assert run_cgroups(p.pid, existing) == [], (i, rc)
 
 
 def test_a_rank_that_cannot_be_set_up_is_a_reported_failure(xlaunch_bin, tmp_path):
