@@ -368,14 +368,15 @@ class Launchers:
         self.program.write_text(ALLREDUCE)
         self.procs = []
 
-    def start(self, endpoint, run_id, machines=2, extra=(), env=None, backend="etcd"):
+    def start(self, endpoint, run_id, machines=2, extra=(), env=None, backend="etcd",
+              heartbeat=HEARTBEAT):
         host, port = endpoint.split(",")[0].rsplit(":", 1)
         # torchrun's spelling for etcd-v2 (--rdzv_endpoint), accelerate's for etcd.
         where = (["--rdzv_endpoint", f"{host}:{port}"] if backend == "etcd-v2" else
                  ["--main_process_ip", host, "--main_process_port", port])
         cmd = [self.bin, "launch", "--python", self.python, "--num_machines", str(machines),
                "--nproc_per_node", "2", "--rdzv_backend", backend, *where, "--rdzv_id", run_id,
-               "--heartbeat_timeout", HEARTBEAT, *extra, str(self.program)]
+               "--heartbeat_timeout", heartbeat, *extra, str(self.program)]
         proc = subprocess.Popen(cmd, env=dict(os.environ, OUT_DIR=str(self.out), **(env or {})),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
@@ -471,15 +472,18 @@ def test_launch_with_etcd_unreachable_is_a_clear_bounded_error(launchers, etcd):
 
 def test_launch_goes_on_when_one_etcd_member_of_three_is_lost(launchers, etcd3):
     # The launchers talk to member 0; member 1 dies while the job runs (maybe the leader).
-    procs = [launchers.start(etcd3.member_endpoint(0), "job-w", env={"MODE": "hang"})
-             for _ in range(2)]
+    # Member 0 cannot answer until a new leader is elected, which on a loaded CI machine
+    # took more than 3 s: the launchers get a lease that outlives an election.
+    heartbeat = "10"
+    procs = [launchers.start(etcd3.member_endpoint(0), "job-w", env={"MODE": "hang"},
+                             heartbeat=heartbeat) for _ in range(2)]
     deadline = time.monotonic() + TIMEOUT
     while len(launchers.sums()) < 4 and time.monotonic() < deadline:
         assert all(p.poll() is None for p in procs), [launchers.finish(p) for p in procs]
         time.sleep(0.1)
     assert len(launchers.sums()) == 4
     etcd3.kill(1)
-    time.sleep(4 * int(HEARTBEAT))  # several lease lifetimes
+    time.sleep(int(heartbeat) + 5)  # past a lease lifetime: it had to be renewed
     assert all(p.poll() is None for p in procs), [launchers.finish(p) for p in procs]
 
 
