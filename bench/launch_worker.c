@@ -19,65 +19,72 @@
 #include <time.h>
 #include <unistd.h>
 
-static void write_file(const char *dir, const char *name, long long value) {
-    char path[4096], buf[64];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) { perror(path); _exit(97); }
-    int n = snprintf(buf, sizeof buf, "%lld\n", value);
-    if (write(fd, buf, (size_t)n) != n) { perror(path); _exit(97); }
-    close(fd);
+static void write_file(const char* dir, const char* name, long long value) {
+  char path[4096], buf[64];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    perror(path);
+    _exit(97);
+  }
+  int n = snprintf(buf, sizeof buf, "%lld\n", value);
+  if (write(fd, buf, (size_t)n) != n) {
+    perror(path);
+    _exit(97);
+  }
+  close(fd);
 }
 
 static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {}
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
 }
 
-static void write_pid(const char *dir) {
-    const char *rank = getenv("RANK");
-    char name[64];
-    snprintf(name, sizeof name, "pid.%s", rank ? rank : "x");
-    write_file(dir, name, (long long)getpid());
+static void write_pid(const char* dir) {
+  const char* rank = getenv("RANK");
+  char name[64];
+  snprintf(name, sizeof name, "pid.%s", rank ? rank : "x");
+  write_file(dir, name, (long long)getpid());
 }
 
-int main(int argc, char **argv) {
-    if (argc >= 2 && strcmp(argv[1], "true") == 0) return 0;
-    if (argc == 5 && strcmp(argv[1], "fail") == 0) {
-        write_pid(argv[2]);
-        const char *rank = getenv("RANK");
-        if (rank && strcmp(rank, "0") == 0) {
-            sleep_ms(atol(argv[3]));
-            struct timespec now;
-            clock_gettime(CLOCK_REALTIME, &now);
-            write_file(argv[2], "fail_ns", (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
-            _exit(atoi(argv[4]));
-        }
-        sleep_ms(60000);
-        return 0;
+int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], "true") == 0) return 0;
+  if (argc == 5 && strcmp(argv[1], "fail") == 0) {
+    write_pid(argv[2]);
+    const char* rank = getenv("RANK");
+    if (rank && strcmp(rank, "0") == 0) {
+      sleep_ms(atol(argv[3]));
+      struct timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
+      write_file(argv[2], "fail_ns", (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+      _exit(atoi(argv[4]));
     }
-    if (argc == 4 && strcmp(argv[1], "sleep") == 0) {
-        write_pid(argv[2]);
-        sleep_ms(atol(argv[3]));
-        return 0;
+    sleep_ms(60000);
+    return 0;
+  }
+  if (argc == 4 && strcmp(argv[1], "sleep") == 0) {
+    write_pid(argv[2]);
+    sleep_ms(atol(argv[3]));
+    return 0;
+  }
+  if (argc == 4 && strcmp(argv[1], "print") == 0) {
+    long long total = atoll(argv[2]);
+    int len = atoi(argv[3]);
+    if (len < 2 || len > 65536) return 2;
+    static char buf[1 << 16];
+    setvbuf(stdout, buf, _IOFBF, sizeof buf);
+    char* line = malloc((size_t)len);
+    for (int i = 0; i < len - 1; i++) line[i] = (char)('a' + i % 26);
+    line[len - 1] = '\n';
+    long long written = 0;
+    while (written < total) {
+      size_t n = (size_t)((total - written < len) ? total - written : len);
+      if (fwrite(line, 1, n, stdout) != n) return 1;
+      written += (long long)n;
     }
-    if (argc == 4 && strcmp(argv[1], "print") == 0) {
-        long long total = atoll(argv[2]);
-        int len = atoi(argv[3]);
-        if (len < 2 || len > 65536) return 2;
-        static char buf[1 << 16];
-        setvbuf(stdout, buf, _IOFBF, sizeof buf);
-        char *line = malloc((size_t)len);
-        for (int i = 0; i < len - 1; i++) line[i] = (char)('a' + i % 26);
-        line[len - 1] = '\n';
-        long long written = 0;
-        while (written < total) {
-            size_t n = (size_t)((total - written < len) ? total - written : len);
-            if (fwrite(line, 1, n, stdout) != n) return 1;
-            written += (long long)n;
-        }
-        return fflush(stdout) == 0 ? 0 : 1;
-    }
-    fprintf(stderr, "usage: see the comment at the top of bench/launch_worker.c\n");
-    return 2;
+    return fflush(stdout) == 0 ? 0 : 1;
+  }
+  fprintf(stderr, "usage: see the comment at the top of bench/launch_worker.c\n");
+  return 2;
 }

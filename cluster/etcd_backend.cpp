@@ -221,7 +221,22 @@ struct EtcdBackend::Impl {
     }
   }
 
-  /// Waits up to `timeout` for a change under the job's keys after `revision`.
+  /// Runs a step of the join: etcd lost, or a record that is not xlaunch's, ends it.
+  template <class Step>
+  auto joining(Step&& step) {
+    try {
+      return step();
+    } catch (const Error& e) {
+      throw AgentError(
+          fmt::format("lost etcd at {} while joining: {}", client.endpoints_text(), e.what()), 1);
+    } catch (const std::invalid_argument& e) {
+      throw AgentError(fmt::format("malformed xlaunch record in etcd under {} ({}); is another "
+                                   "program using run id '{}'?",
+                                   key(""), e.what(), o.run_id),
+                       1);
+    }
+  }
+
   // After a call found etcd unreachable (a timeout on a loaded machine, say): waits one
   // interval, or rethrows once etcd has been unreachable for --heartbeat_timeout.
   void wait_out_unreachable(std::optional<Steady::time_point>& failing_since) {
@@ -231,6 +246,7 @@ struct EtcdBackend::Impl {
     wake.wait_for(lock, interval, [&] { return stopping.load(); });
   }
 
+  /// Waits up to `timeout` for a change under the job's keys after `revision`.
   void wait_change(std::int64_t revision, milliseconds timeout) {
     try {
       client.watch(key(""), revision + 1, std::max(timeout, milliseconds(1)));
@@ -508,24 +524,15 @@ Membership EtcdBackend::join() {
   s.keeper = std::thread([&s, ttl] { s.keep_loop(ttl); });
 
   if (s.o.elastic()) {
-    try {
+    return s.joining([&s] {
       JoinRecord me{-1, s.o.host, s.o.pid, s.o.local_processes, s.o.version, s.o.settings};
       s.client.put(member_key(s.o.run_id, s.lease), encode_member(me, s.o.job_run_id, s.store_port),
                    s.lease);
       return s.elastic_join();
-    } catch (const Error& e) {
-      throw AgentError(
-          fmt::format("lost etcd at {} while joining: {}", s.client.endpoints_text(), e.what()), 1);
-    } catch (const std::invalid_argument& e) {
-      throw AgentError(fmt::format("malformed xlaunch record in etcd under {} ({}); is another "
-                                   "program using run id '{}'?",
-                                   s.key(""), e.what(), s.o.run_id),
-                       1);
-    }
+    });
   }
   const auto deadline = Steady::now() + s.o.rdzv_timeout;
-  std::vector<Member> members;
-  try {
+  s.decision = s.joining([&s, deadline] {
     // A layout left by an earlier job with this run id whose launchers are all gone.
     auto old = s.client.get(s.key("layout"));
     if (!old.kvs.empty()) {
@@ -549,6 +556,7 @@ Membership EtcdBackend::join() {
                  s.lease);
 
     std::optional<Decision> decided;
+    std::vector<Member> members;
     while (!decided) {
       if (auto f = s.fatal_now()) throw AgentError(fmt::format("cannot join: {}", f->cause), 1);
       auto layout = s.client.get(s.key("layout"));
@@ -580,16 +588,8 @@ Membership EtcdBackend::join() {
                     std::min(std::chrono::duration_cast<milliseconds>(deadline - Steady::now()),
                              s.interval * 10));
     }
-    s.decision = *decided;
-  } catch (const Error& e) {
-    throw AgentError(
-        fmt::format("lost etcd at {} while joining: {}", s.client.endpoints_text(), e.what()), 1);
-  } catch (const std::invalid_argument& e) {
-    throw AgentError(fmt::format("malformed xlaunch record in etcd under {} ({}); is another "
-                                 "program using run id '{}'?",
-                                 s.key(""), e.what(), s.o.run_id),
-                     1);
-  }
+    return *decided;
+  });
   if (const auto* problem = std::get_if<JoinProblem>(&s.decision.outcome))
     throw AgentError(problem->message, problem->exit_code);
   auto mine = std::find(s.decision.leases.begin(), s.decision.leases.end(), s.lease);

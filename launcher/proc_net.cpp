@@ -21,6 +21,18 @@ std::vector<std::string_view> fields(std::string_view line) {
   return out;
 }
 
+// Calls `row` with the fields of each line after the first, which names the columns.
+template <class Row>
+void for_each_row(std::string_view text, Row&& row) {
+  std::size_t start = text.find('\n');
+  while (start != std::string_view::npos && start + 1 < text.size()) {
+    ++start;
+    std::size_t end = text.find('\n', start);
+    row(fields(text.substr(start, (end == std::string_view::npos ? text.size() : end) - start)));
+    start = end;
+  }
+}
+
 template <class T>
 bool parse_num(std::string_view text, T& out, int base = 10) {
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), out, base);
@@ -72,48 +84,26 @@ bool parse_address(std::string_view text, std::string& addr, std::uint16_t& port
 
 std::vector<SocketEntry> parse_socket_table(std::string_view text) {
   std::vector<SocketEntry> out;
-  std::size_t start = 0;
-  bool header = true;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    if (header) {  // the first line names the columns
-      header = false;
-      continue;
-    }
-    const auto f = fields(line);
+  for_each_row(text, [&](const std::vector<std::string_view>& f) {
     // sl local rem st tx:rx tr:when retrnsmt uid timeout inode ...
-    if (f.size() < 10) continue;
     SocketEntry e;
-    if (!parse_address(f[1], e.local_addr, e.local_port)) continue;
-    if (!parse_address(f[2], e.remote_addr, e.remote_port)) continue;
-    if (!parse_num(f[3], e.state, 16)) continue;
-    if (!parse_num(f[9], e.inode)) continue;
+    if (f.size() < 10 || !parse_address(f[1], e.local_addr, e.local_port) ||
+        !parse_address(f[2], e.remote_addr, e.remote_port) || !parse_num(f[3], e.state, 16) ||
+        !parse_num(f[9], e.inode)) {
+      return;
+    }
     out.push_back(std::move(e));
-  }
+  });
   return out;
 }
 
 std::vector<unsigned long> parse_unix_inodes(std::string_view text) {
   std::vector<unsigned long> out;
-  std::size_t start = 0;
-  bool header = true;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    if (header) {
-      header = false;
-      continue;
-    }
+  for_each_row(text, [&](const std::vector<std::string_view>& f) {
     // Num RefCount Protocol Flags Type St Inode [Path]
-    const auto f = fields(line);
     unsigned long inode = 0;
     if (f.size() >= 7 && parse_num(f[6], inode)) out.push_back(inode);
-  }
+  });
   return out;
 }
 
