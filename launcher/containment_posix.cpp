@@ -196,10 +196,22 @@ void guardian_kill(GuardianState& state) {
   sigset_t while_waiting;
   sigemptyset(&while_waiting);
 
+  // The guardian makes the run's cgroup: from its mkdir on, someone is there to remove it
+  // whenever the launcher dies (a SIGKILL between the launcher's mkdir and this fork left
+  // it behind). A failed mkdir is reported as 'c' and the errno as the exit status.
+  if (mechanism == Containment::Cgroup && ::mkdir(cgroup.dir, 0755) != 0) {
+    const int error = errno;
+    const char failed = 'c';
+    ::send(fd, &failed, 1, MSG_NOSIGNAL);
+    ::_exit(error & 0xff);
+  }
   static std::int32_t groups[1 << 16];
   GuardianState state{mechanism, &cgroup, groups, sizeof(groups) / sizeof(groups[0])};
   const char ready = 'r';
-  if (::send(fd, &ready, 1, MSG_NOSIGNAL) != 1) ::_exit(1);
+  if (::send(fd, &ready, 1, MSG_NOSIGNAL) != 1) {
+    if (mechanism == Containment::Cgroup) ::rmdir(cgroup.dir);  // the launcher is gone
+    ::_exit(1);
+  }
   while (true) {
     reap_orphans();
     pollfd readable{fd, POLLIN, 0};
@@ -244,28 +256,42 @@ bool receive_byte(int fd, char& byte, long timeout_ms) {
   }
 }
 
-// Forks the guardian and waits for its "ready". pid -1 when it could not be started.
-std::pair<long, int> fork_guardian(Containment mechanism, const CgroupPaths& cgroup) {
+struct StartedGuardian {
+  long pid = -1;  // -1: not running; `failure` says why
+  int fd = -1;
+  std::string failure;
+};
+
+// Forks the guardian and waits for its "ready" (for the cgroup mechanism: the cgroup made).
+StartedGuardian fork_guardian(Containment mechanism, const CgroupPaths& cgroup) {
   int fds[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) return {-1, -1};
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
+    return {-1, -1, "cannot start its guardian: socketpair: " + errno_text(errno)};
+  }
   pid_t pid = ::fork();
   if (pid == 0) {
     ::close(fds[1]);
     guardian_main(fds[0], mechanism, cgroup);
   }
+  const int fork_error = errno;
   ::close(fds[0]);
   if (pid < 0) {
     ::close(fds[1]);
-    return {-1, -1};
+    return {-1, -1, "cannot start its guardian: fork: " + errno_text(fork_error)};
   }
   char ready = 0;
-  if (!receive_byte(fds[1], ready, kReadyWaitMs) || ready != 'r') {
-    ::close(fds[1]);
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    return {-1, -1};
+  if (receive_byte(fds[1], ready, kReadyWaitMs) && ready == 'r') return {pid, fds[1], {}};
+  ::close(fds[1]);
+  if (ready != 'c') ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return {pid, fds[1]};
+  if (ready == 'c' && WIFEXITED(status)) {
+    return {-1, -1,
+            fmt::format("cannot create {}: {}", cgroup.dir, errno_text(WEXITSTATUS(status)))};
+  }
+  if (mechanism == Containment::Cgroup) ::rmdir(cgroup.dir);  // it may have made it
+  return {-1, -1, "cannot start its guardian: it did not answer"};
 }
 
 // Runs `body` in a forked child and returns its result: 0, or an errno.
@@ -282,10 +308,9 @@ int in_child(Body body) {
   return EINTR;
 }
 
-// Creates the run's cgroup below the launcher's own and checks that a process can
-// join it (delegation, the "no internal processes" rule, threaded sub-trees all show
-// there). On success `dir` is the new cgroup and detail the directory it is in.
-ContainmentProbe make_run_cgroup(std::string& dir) {
+// Where the run's cgroup goes: a new one below the launcher's own. On success `dir` is
+// its path (not created here) and detail the directory it is in.
+ContainmentProbe run_cgroup_location(std::string& dir) {
   ContainmentProbe probe{Containment::Cgroup, false, {}};
   std::optional<std::string> own = read_file("/proc/self/cgroup");
   std::optional<std::string> path = own ? cgroup2_path(*own) : std::nullopt;
@@ -303,21 +328,35 @@ ContainmentProbe make_run_cgroup(std::string& dir) {
   std::random_device entropy;
   const unsigned long long random = (static_cast<unsigned long long>(entropy()) << 32) | entropy();
   dir = *parent + "/" + run_cgroup_name(::getpid(), random);
-  if (::mkdir(dir.c_str(), 0755) != 0) {
-    probe.detail = fmt::format("cannot create {}: {}", dir, errno_text(errno));
-    dir.clear();
-    return probe;
-  }
-  const std::string procs = dir + "/cgroup.procs";
-  int error = in_child([&procs] { return write_text(procs.c_str(), "0") ? 0 : errno; });
-  if (error != 0) {
-    probe.detail = fmt::format("cannot move a process into {}: {}", dir, errno_text(error));
-    ::rmdir(dir.c_str());
-    dir.clear();
-    return probe;
-  }
   probe.works = true;
   probe.detail = *parent;
+  return probe;
+}
+
+// Why no process can join the cgroup at `dir` (delegation, the "no internal processes"
+// rule, threaded sub-trees all show there); nullopt when one can.
+std::optional<std::string> cannot_join(const std::string& dir) {
+  const std::string procs = dir + "/cgroup.procs";
+  int error = in_child([&procs] { return write_text(procs.c_str(), "0") ? 0 : errno; });
+  if (error == 0) return std::nullopt;
+  return fmt::format("cannot move a process into {}: {}", dir, errno_text(error));
+}
+
+// For `xlaunch env`: makes a run cgroup and checks that a process can join it. On
+// success `dir` is the new cgroup, which the caller removes.
+ContainmentProbe make_run_cgroup(std::string& dir) {
+  ContainmentProbe probe = run_cgroup_location(dir);
+  if (!probe.works) return probe;
+  std::optional<std::string> why;
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    why = fmt::format("cannot create {}: {}", dir, errno_text(errno));
+  } else if ((why = cannot_join(dir))) {
+    ::rmdir(dir.c_str());
+  }
+  if (why) {
+    probe = {Containment::Cgroup, false, *why};
+    dir.clear();
+  }
   return probe;
 }
 
@@ -353,7 +392,7 @@ GroupGuardian GroupGuardian::start(ContainmentRequest request) {
     std::string dir;
     int own_namespace = -1;
     if (mechanism == Containment::Cgroup) {
-      probes.push_back(make_run_cgroup(dir));
+      probes.push_back(run_cgroup_location(dir));
       if (!probes.back().works) continue;
     } else if (mechanism == Containment::PidNamespace) {
       // Our next child (the guardian) becomes the namespace's init; later ones its members.
@@ -370,7 +409,20 @@ GroupGuardian GroupGuardian::start(ContainmentRequest request) {
       }
     }
     const CgroupPaths cgroup = dir.empty() ? CgroupPaths{} : cgroup_paths(dir);
-    auto [pid, fd] = fork_guardian(mechanism, cgroup);
+    auto [pid, fd, failure] = fork_guardian(mechanism, cgroup);
+    if (mechanism == Containment::Cgroup) {
+      // Without a guardian there is no cgroup; with one, it removes the cgroup when told.
+      std::optional<std::string> why = pid < 0 ? std::optional(failure) : cannot_join(dir);
+      if (why) {
+        if (pid > 0) {
+          ::close(fd);
+          while (::waitpid(static_cast<pid_t>(pid), nullptr, 0) < 0 && errno == EINTR) {
+          }
+        }
+        probes.back() = {mechanism, false, *why};
+        continue;
+      }
+    }
     int run_namespace = -1;
     if (mechanism == Containment::PidNamespace) {
       int error = errno;
@@ -402,8 +454,8 @@ GroupGuardian GroupGuardian::start(ContainmentRequest request) {
       }
       probes.push_back({mechanism, true, {}});
     }
-    // Without a guardian (fork failed) cgroup and process groups still work while the
-    // launcher lives: it kills by itself.
+    // Without a guardian (fork failed) process groups still work while the launcher
+    // lives: it kills by itself.
     WorkerPlacement& placement = worker_placement();
     placement = {};
     if (mechanism == Containment::Cgroup) placement.cgroup_procs = cgroup.procs;
