@@ -24,6 +24,7 @@
 #include "launcher/launch_error.hpp"
 #include "launcher/launch_plan.hpp"
 #include "launcher/process.hpp"
+#include "launcher/report.hpp"
 #include "launcher/supervisor.hpp"
 #include "launcher/worker_env.hpp"
 #include "rendezvous/store_error.hpp"
@@ -193,6 +194,7 @@ int launch(const LaunchRequest& request) {
   std::random_device entropy;
   LaunchPlan plan =
       make_plan(settings, std::move(argv), visible, make_run_id(Clock::now(), entropy()));
+  plan.ignored_stop_signals = ignored_stop_signals();  // before any handler is installed
   // Elastic jobs: the launcher given --machine_rank 0 (or no --main_process_ip) hosts the
   // store; the others take machine ranks by join order, round by round.
   const bool elastic = settings.min_machines && settings.max_machines &&
@@ -339,6 +341,12 @@ int launch(const LaunchRequest& request) {
   std::optional<StopSignalsHeld> held(std::in_place);
   RunFiles files(plan.run_id, plan.log_dir);
   files.log(fmt::format("orphan containment: {}", guardian.describe()));
+  for (int signal : plan.ignored_stop_signals) {
+    files.log(
+        fmt::format("{} was ignored when xlaunch started (nohup, or a background job of "
+                    "a script): xlaunch ignores it too",
+                    signal_name(signal)));
+  }
   become_child_subreaper();
   files.log(fmt::format("run {} on {}: {}, store {}:{}, argv: {}", plan.run_id, host,
                         describe_workers(plan), plan.master_addr, plan.master_port,

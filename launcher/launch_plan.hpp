@@ -43,6 +43,9 @@ struct LaunchPlan {
   config::AccelerateLaunch accelerate;          // what accelerate's environment depends on
   std::string role = "default";                 // torchrun's --role: ROLE_NAME
   bool virtual_local_rank = false;  // torchrun's: LOCAL_RANK=0, each worker sees its own GPU
+  // Stop signals ignored when xlaunch started (nohup, a background job of a script): they
+  // stay ignored, as the one who started xlaunch asked.
+  std::vector<int> ignored_stop_signals;
   // Diagnosis (docs/diagnose.md).
   std::chrono::milliseconds stall_timeout{300'000};  // 0: no stall detection
   bool stop_on_stall = false;

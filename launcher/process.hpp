@@ -37,6 +37,10 @@ void reserve_standard_fds();
 void hold_stop_signals();
 /// Ignores those signals from now on, discarding any pending one.
 void ignore_stop_signals();
+/// Those of them this process ignores now: read before any handler is installed, the ones
+/// ignored since exec (nohup ignores SIGHUP; a shell without job control ignores SIGINT
+/// and SIGQUIT for a background command).
+std::vector<int> ignored_stop_signals();
 /// Unblocks them for the calling thread; a pending one is delivered now.
 void release_stop_signals();
 

@@ -170,6 +170,15 @@ void ignore_stop_signals() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_IGN);
 }
 
+std::vector<int> ignored_stop_signals() {
+  std::vector<int> ignored;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    struct sigaction now {};
+    if (::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_IGN) ignored.push_back(sig);
+  }
+  return ignored;
+}
+
 void become_child_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1); }
 
 std::vector<long> list_children() {

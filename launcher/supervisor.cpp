@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
@@ -72,7 +73,7 @@ struct Supervisor::Impl {
 
   asio::io_context io;
   asio::signal_set child_signals{io, SIGCHLD};
-  asio::signal_set stop_signals{io, SIGINT, SIGTERM, SIGHUP};  // + SIGQUIT, in the constructor
+  asio::signal_set stop_signals{io};  // the stop signals not ignored at start (watch_list)
   asio::steady_timer kill_timer{io};
   std::unique_ptr<asio::posix::stream_descriptor> console_waiters[2];
   bool console_armed[2] = {false, false};
@@ -96,7 +97,7 @@ struct Supervisor::Impl {
 
   Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g)
       : plan(p), parent_env(env), files(f), host(std::move(h)), guardian(g) {
-    stop_signals.add(SIGQUIT);
+    add_stop_signals();
     // Text queued from another thread (the agent's monitor) must get written too.
     console_on_backlog([this] { asio::post(io, [this] { arm_console(); }); });
   }
@@ -360,6 +361,14 @@ struct Supervisor::Impl {
     if (any) files.log(fmt::format("sent SIGKILL to every running worker ({})", why));
   }
 
+  // Ignored at start (nohup's SIGHUP, say): not watched, so they stay ignored.
+  void add_stop_signals() {
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+      const auto& ignored = plan.ignored_stop_signals;
+      if (std::ranges::find(ignored, signal) == ignored.end()) stop_signals.add(signal);
+    }
+  }
+
   void watch_stop_signals() {
     stop_signals.async_wait([this](const boost::system::error_code& ec, int signal) {
       if (ec) return;
@@ -420,7 +429,7 @@ struct Supervisor::Impl {
     first_failure.reset();
     io.restart();
     if (monitor) monitor->begin_attempt(attempt);
-    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) stop_signals.add(signal);
+    add_stop_signals();
     watch_children();
     watch_stop_signals();
     spawning = true;

@@ -11,7 +11,10 @@ import subprocess
 
 import pytest
 
+from launch_helpers import restore_default_stop_signals
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+restore_default_stop_signals()
 
 
 def _require_file(path, what):

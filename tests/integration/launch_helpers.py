@@ -77,3 +77,14 @@ def recorded_pids(out_dir, key="pid"):
         if key in data:
             pids.append(data[key])
     return pids
+
+
+def restore_default_stop_signals():
+    """Starts xlaunch as a foreground command would be: with the stop signals at their
+    defaults. A runner that starts the tests as a script's background job hands down
+    SIGINT and SIGQUIT ignored, and xlaunch honours an ignored stop signal (as nohup asks),
+    so every test that sends one would fail."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT
+                          else signal.SIG_DFL)

@@ -1269,6 +1269,8 @@ def test_fault_stress(xlaunch_bin, capsys):
 
 
 def main(argv=None):
+    from launch_helpers import restore_default_stop_signals  # as conftest.py does
+    restore_default_stop_signals()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float,
                     default=float(os.environ.get("XLAUNCH_STRESS_SECONDS", "150")),

@@ -383,3 +383,39 @@ def test_a_rank_that_cannot_be_set_up_is_a_reported_failure(xlaunch_bin, tmp_pat
     assert s["exit_code"] == 1
     assert s["root_cause"]["attempt"] == 1 and s["root_cause"]["rank"] == 0
     assert [w["rank"] for w in s["not_started"]] == [1]
+
+
+def _sleeping_job(xlaunch_bin, tmp_path, wrapper):
+    """Two workers that say they are up, then sleep; xlaunch started through `wrapper`."""
+    logs = tmp_path / "logs"
+    script = f"echo up > {tmp_path}/up_$RANK; exec sleep 60"
+    cmd = [*wrapper, xlaunch_bin, "launch", "--num_processes", "2", "--term_timeout", "2",
+           "--log_dir", str(logs), "--no_python", "/bin/sh", "-c", script]
+    p = subprocess.Popen(cmd, env=merged_env(None), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    wait_for_files(tmp_path, "up_*", 2)
+    return p, logs
+
+
+def test_stop_signals_ignored_at_start_stay_ignored(xlaunch_bin, tmp_path):
+    # nohup ignores SIGHUP; a script's background job (no job control) ignores SIGINT and
+    # SIGQUIT. torchrun installs its handlers anyway, so a closed terminal stops a nohup'ed
+    # torchrun. xlaunch keeps them ignored and says so in xlaunch.log.
+    wrapper = ["/bin/sh", "-c", 'trap "" INT QUIT; exec nohup "$@"', "sh"]
+    p, logs = _sleeping_job(xlaunch_bin, tmp_path, wrapper)
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
+        p.send_signal(sig)
+    time.sleep(1)
+    assert p.poll() is None, p.communicate()[1]
+    err = signal_and_wait(p, signal.SIGTERM, "SIGTERM was ignored too")
+    assert p.returncode == 143, err
+    log = next(logs.glob("*/xlaunch.log")).read_text()
+    for name in ("SIGHUP", "SIGINT", "SIGQUIT"):
+        assert f"{name} was ignored when xlaunch started" in log, log
+    assert "SIGTERM was ignored" not in log
+
+
+def test_sighup_stops_a_job_not_started_under_nohup(xlaunch_bin, tmp_path):
+    p, _ = _sleeping_job(xlaunch_bin, tmp_path, [])
+    err = signal_and_wait(p, signal.SIGHUP, "SIGHUP was ignored")
+    assert p.returncode == 129, err
