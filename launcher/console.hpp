@@ -23,8 +23,7 @@ struct ConsoleStats {
   bool err_closed = false;
 };
 
-/// Queues a worker's line(s). They are written by the next console_flush_now(), or at once
-/// once 64 KiB are queued: one write per batch read from a worker, not one per line.
+/// Queues a worker's line(s) and writes what the console takes now.
 void console_worker_text(ConsoleStream stream, std::string_view lines);
 /// Queues one of xlaunch's own messages on stderr and writes what the console takes now.
 void console_say(std::string_view text);

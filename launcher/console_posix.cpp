@@ -65,8 +65,6 @@ bool same_file(int a, int b) {
          sa.st_ino == sb.st_ino && sa.st_rdev == sb.st_rdev;
 }
 
-constexpr std::size_t kWriteBatch = 64 * 1024;
-
 class Console {
  public:
   Console() {
@@ -91,11 +89,7 @@ class Console {
       } else {
         channel.buffer.add_worker_text(text);
       }
-      // A syscall per line cost 5/6 of the console's throughput: worker text waits for the
-      // caller's flush (after each read), or for a batch's worth.
-      if ((own || channel.buffer.pending().size() >= kWriteBatch) && write_some(channel)) {
-        notify = notify_;
-      }
+      if (write_some(channel)) notify = notify_;
     }
     if (notify) notify();
   }

@@ -94,7 +94,6 @@ struct Supervisor::Impl {
   std::unique_ptr<StallMonitor> monitor;  // stalls, stacks, wrong addresses (diagnose.md)
   bool stalled_stop = false;              // --on_stall stop stopped this attempt
   OutputActivity activity;                // lines per rank per second, for the run's picture
-  Clock::time_point batch_time;           // when the output being split was read
 
   Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g)
       : plan(p), parent_env(env), files(f), host(std::move(h)), guardian(g) {
@@ -124,18 +123,16 @@ struct Supervisor::Impl {
 
   void on_bytes(Worker& worker, Stream& stream, std::string_view bytes) {
     if (stream.log_fd >= 0) write_all(stream.log_fd, bytes);
-    batch_time = Clock::now();  // one clock read per read, not per line
     stream.splitter.feed(bytes, [&](std::string_view text, char terminator) {
       on_piece(worker, stream, text, terminator);
     });
-    console_flush_now();
     arm_console();
   }
 
   void on_piece(Worker& worker, Stream& stream, std::string_view text, char terminator) {
     if (text.empty() && terminator == '\r') return;  // tqdm starts each redraw with '\r'
     if (monitor) monitor->on_output(worker.outcome.local_rank, text);
-    activity.note(attempt, worker.outcome.rank, batch_time);
+    activity.note(attempt, worker.outcome.rank, Clock::now());
     if (stream.is_stderr && !text.empty()) {
       worker.stderr_tail.emplace_back(text);
       if (worker.stderr_tail.size() > kStderrTailLines) worker.stderr_tail.pop_front();
@@ -173,13 +170,11 @@ struct Supervisor::Impl {
 
   void close_stream(Worker& worker, Stream& stream) {
     if (!stream.pipe) return;
-    batch_time = Clock::now();
     stream.splitter.flush([&](std::string_view text, char terminator) {
       on_piece(worker, stream, text, terminator);
     });
     // A progress bar's last redraw stays on screen, and the next line starts below it.
     if (stream.bar_open) console_worker_text(stream.console, "\n");
-    console_flush_now();
     arm_console();
     stream.pipe.reset();
     close_fd(stream.log_fd);
