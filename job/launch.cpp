@@ -225,9 +225,8 @@ int launch(const LaunchRequest& request) {
   check_machines(plan, settings);
   check_capacity(plan, settings, read_capacity_limits());  // before anything is started
 
-  // Forked before the store's thread exists. A stop signal between making the run's cgroup
-  // and the guardian's start would leave the cgroup behind: once the guardian runs, it
-  // removes the cgroup whenever the launcher ends.
+  // Forked before the store's thread exists. The guardian makes the run's cgroup and
+  // removes it whenever the launcher ends; stop signals wait until it is set up.
   GroupGuardian guardian = [&] {
     StopSignalsHeld held;
     return GroupGuardian::start(

@@ -239,6 +239,14 @@ void guardian_kill(GuardianState& state) {
   ::_exit(0);  // as a namespace's init, this makes the kernel kill any member left
 }
 
+// Reaps child `pid` (signals do not cut the wait short); its wait status, 0 if already gone.
+int wait_for(long pid) {
+  int status = 0;
+  while (::waitpid(static_cast<pid_t>(pid), &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
 // Waits up to `timeout_ms` for one byte from the guardian. Signals (the supervisor's
 // SIGCHLD) must not cut the wait short: a kill request must be done before we go on.
 bool receive_byte(int fd, char& byte, long timeout_ms) {
@@ -283,9 +291,7 @@ StartedGuardian fork_guardian(Containment mechanism, const CgroupPaths& cgroup) 
   if (receive_byte(fds[1], ready, kReadyWaitMs) && ready == 'r') return {pid, fds[1], {}};
   ::close(fds[1]);
   if (ready != 'c') ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = wait_for(pid);
   if (ready == 'c' && WIFEXITED(status)) {
     return {-1, -1,
             fmt::format("cannot create {}: {}", cgroup.dir, errno_text(WEXITSTATUS(status)))};
@@ -416,8 +422,7 @@ GroupGuardian GroupGuardian::start(ContainmentRequest request) {
       if (why) {
         if (pid > 0) {
           ::close(fd);
-          while (::waitpid(static_cast<pid_t>(pid), nullptr, 0) < 0 && errno == EINTR) {
-          }
+          wait_for(pid);
         }
         probes.back() = {mechanism, false, *why};
         continue;
@@ -504,9 +509,7 @@ GroupGuardian::~GroupGuardian() {
       }
     }
   } else if (pid_ > 0) {
-    // ECHILD: it died early and the supervisor reaped it.
-    while (::waitpid(static_cast<pid_t>(pid_), nullptr, 0) < 0 && errno == EINTR) {
-    }
+    wait_for(pid_);  // ECHILD: it died early and the supervisor reaped it
   } else {
     kill_descendants();  // no guardian: what it would have done
   }

@@ -2,6 +2,8 @@
 // (process_posix.cpp implements it).
 #pragma once
 
+#include <signal.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +34,9 @@ void signal_group(long pgid, int signal);
 /// Opens /dev/null on whichever of fds 0, 1, 2 is closed, so that no pipe, socket or log
 /// opened later takes a standard descriptor's number. Call first thing.
 void reserve_standard_fds();
+
+/// The signals that stop a job.
+inline constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 /// Blocks SIGINT, SIGTERM, SIGHUP and SIGQUIT for the calling thread (they stay pending).
 void hold_stop_signals();

@@ -150,7 +150,7 @@ namespace {
 sigset_t stop_signal_set() {
   sigset_t stop;
   sigemptyset(&stop);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&stop, sig);
+  for (int sig : kStopSignals) sigaddset(&stop, sig);
   return stop;
 }
 
@@ -167,12 +167,12 @@ void release_stop_signals() {
 }
 
 void ignore_stop_signals() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_IGN);
+  for (int sig : kStopSignals) ::signal(sig, SIG_IGN);
 }
 
 std::vector<int> ignored_stop_signals() {
   std::vector<int> ignored;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+  for (int sig : kStopSignals) {
     struct sigaction now {};
     if (::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_IGN) ignored.push_back(sig);
   }

@@ -73,7 +73,7 @@ struct Supervisor::Impl {
 
   asio::io_context io;
   asio::signal_set child_signals{io, SIGCHLD};
-  asio::signal_set stop_signals{io};  // the stop signals not ignored at start (watch_list)
+  asio::signal_set stop_signals{io};  // those not ignored at start (add_stop_signals)
   asio::steady_timer kill_timer{io};
   std::unique_ptr<asio::posix::stream_descriptor> console_waiters[2];
   bool console_armed[2] = {false, false};
@@ -363,7 +363,7 @@ struct Supervisor::Impl {
 
   // Ignored at start (nohup's SIGHUP, say): not watched, so they stay ignored.
   void add_stop_signals() {
-    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    for (int signal : kStopSignals) {
       const auto& ignored = plan.ignored_stop_signals;
       if (std::ranges::find(ignored, signal) == ignored.end()) stop_signals.add(signal);
     }
