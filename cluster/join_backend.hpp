@@ -1,6 +1,8 @@
 // How the launchers of one job meet: the seam between the launch (job/launch.cpp, which
-// drives rounds of workers) and where the membership lives. One implementation per file:
-// machine 0's store (store_backend.hpp); etcd is another (etcd_backend.hpp).
+// drives rounds of workers) and where the membership lives. One implementation per header:
+// machine 0's store (store_backend.hpp); etcd is another (etcd_backend.hpp). Each one's
+// join, rounds and monitor are files of their own (store_backend_impl.hpp,
+// etcd_backend_impl.hpp list them).
 //
 // A round is one set of workers on every machine (TORCHELASTIC_RESTART_COUNT = the round).
 // The backend answers, for each round, which machines are in the job and which of them this
