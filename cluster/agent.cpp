@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "cluster/seconds.hpp"
 #include "launcher/text.hpp"
 
 namespace xlaunch::cluster {
@@ -49,8 +50,6 @@ std::string field(const std::map<std::string, std::string>& fields, const char* 
 std::string who(const JoinRecord& r) {
   return fmt::format("machine {} ({}, pid {})", r.machine_rank, r.host, r.pid);
 }
-
-double seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count()) / 1000.0; }
 
 }  // namespace
 

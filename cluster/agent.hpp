@@ -16,7 +16,7 @@
 //
 // Elastic jobs (--nnodes MIN:MAX) replace layout, go and hb/<m> by round/<r>/layout (the
 // layout plus "\n<arrival slot per machine rank>"), latest (newest round), hb/s<slot>,
-// refused/<slot> and closed (membership.hpp, store_backend.cpp).
+// refused/<slot> and closed (membership.hpp, store_members.cpp, store_join.cpp).
 //
 // Machine 0 decides the layout and the verdicts; the others only follow, so every launcher
 // prints the same text. This file: the records and decisions, pure (unit-tested); the

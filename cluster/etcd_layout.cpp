@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "cluster/membership.hpp"
+#include "cluster/seconds.hpp"
 
 namespace xlaunch::cluster::etcd {
 
@@ -54,6 +55,31 @@ void decode_member(std::string_view text, Member& into) {
       into.store_port > 65535)
     throw std::invalid_argument("a member record with a bad store_port");
   into.record = decode_join(text);
+}
+
+std::vector<Member> decode_members(std::string_view run_id, const std::vector<KeyValue>& kvs) {
+  std::vector<Member> out;
+  for (const KeyValue& kv : kvs) {
+    auto lease = lease_of_member_key(run_id, kv.key);
+    if (!lease) continue;
+    Member m{*lease, kv.create_revision, {}, {}, 0};
+    decode_member(kv.value, m);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::optional<int> rank_of(const Decision& decision, std::int64_t lease) {
+  auto it = std::find(decision.leases.begin(), decision.leases.end(), lease);
+  if (it == decision.leases.end()) return std::nullopt;
+  return static_cast<int>(it - decision.leases.begin());
+}
+
+std::optional<std::int64_t> first_alive(const std::vector<std::int64_t>& leases,
+                                        const std::set<std::int64_t>& alive) {
+  for (std::int64_t l : leases)
+    if (alive.contains(l)) return l;
+  return std::nullopt;
 }
 
 std::optional<Decision> decide(std::vector<Member> members, int num_machines,
@@ -167,8 +193,7 @@ JoinProblem too_few(const std::vector<Member>& members, int num_machines,
       1, fmt::format("only {} of {} machines joined through etcd at {} within --rdzv_timeout "
                      "{:g}s (joined: {}); start xlaunch on every machine with the same "
                      "--rdzv_endpoint and --rdzv_id, or raise --rdzv_timeout",
-                     members.size(), num_machines, endpoints,
-                     static_cast<double>(timeout.count()) / 1000.0,
+                     members.size(), num_machines, endpoints, seconds(timeout),
                      joined.empty() ? "none" : fmt::format("{}", fmt::join(joined, ", ")))};
 }
 

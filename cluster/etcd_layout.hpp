@@ -21,12 +21,14 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
 #include "cluster/agent.hpp"
+#include "cluster/etcd_codec.hpp"
 
 namespace xlaunch::cluster::etcd {
 
@@ -52,6 +54,10 @@ void decode_member(std::string_view text, Member& into);
 /// The lease a members/ key names; nullopt for a key that is not one.
 std::optional<std::int64_t> lease_of_member_key(std::string_view run_id, std::string_view key);
 
+/// The members/ entries among `kvs` (a listing of the job's keys), in listing order; other
+/// keys are skipped. Throws std::invalid_argument for a malformed member record.
+std::vector<Member> decode_members(std::string_view run_id, const std::vector<KeyValue>& kvs);
+
 /// The job etcd agreed on: members' leases in rank order and the layout (or the problem
 /// every launcher reports).
 struct Decision {
@@ -67,6 +73,14 @@ struct Decision {
 /// member gave one; arrival order when none did (machine_rank -1); a mix is a problem.
 std::optional<Decision> decide(std::vector<Member> members, int num_machines,
                                std::optional<int> total_processes);
+
+/// The machine rank `lease` has in `decision`; nullopt when the job formed without it.
+std::optional<int> rank_of(const Decision& decision, std::int64_t lease);
+
+/// The first of `leases` (rank order) still `alive`: who decides the next round. nullopt when
+/// none is (a layout left by an earlier job whose launchers are all gone).
+std::optional<std::int64_t> first_alive(const std::vector<std::int64_t>& leases,
+                                        const std::set<std::int64_t>& alive);
 
 std::string encode(const Decision& decision);
 /// Throws std::invalid_argument for a value that is not a Decision.

@@ -191,3 +191,33 @@ TEST_CASE("etcd elastic: the newest round with a layout", "[etcd]") {
                                   "/xlaunch/j/round/11/go", "/xlaunch/k/round/12/layout",
                                   "/xlaunch/j/round/x/layout"}) == 10);
 }
+
+TEST_CASE("etcd listing: members are read from their keys, other keys skipped", "[etcd]") {
+  JoinRecord r{-1, "hostA", 42, 2, "1.0", "s.x=1\n"};
+  std::vector<KeyValue> kvs{
+      {member_key("job1", 0x2a), encode_member(r, "run-a", 29400), 7, 7, 0x2a},
+      {job_key("job1", "layout"), "not a member", 8, 8, 0},
+      {member_key("job2", 0x2b), "another job's", 9, 9, 0x2b},
+  };
+  auto members = decode_members("job1", kvs);
+  REQUIRE(members.size() == 1);
+  CHECK(members[0].lease == 0x2a);
+  CHECK(members[0].create_revision == 7);
+  CHECK(members[0].job_run_id == "run-a");
+  CHECK(members[0].store_port == 29400);
+  CHECK(members[0].record.host == "hostA");
+  kvs.push_back({member_key("job1", 0x2c), "junk", 10, 10, 0x2c});
+  CHECK_THROWS_AS(decode_members("job1", kvs), std::invalid_argument);
+}
+
+TEST_CASE("etcd rounds: a lease's rank, and the first member still alive", "[etcd]") {
+  Decision d;
+  d.leases = {5, 3, 9};
+  CHECK(rank_of(d, 5) == 0);
+  CHECK(rank_of(d, 9) == 2);
+  CHECK_FALSE(rank_of(d, 4));
+  CHECK(first_alive(d.leases, {3, 9}) == 3);  // rank order, not lease order
+  CHECK(first_alive(d.leases, {9, 5}) == 5);
+  CHECK_FALSE(first_alive(d.leases, {1, 2}));
+  CHECK_FALSE(first_alive({}, {1}));
+}

@@ -1,12 +1,15 @@
 // How the launchers of one job meet: the seam between the launch (job/launch.cpp, which
-// drives rounds of workers) and where the membership lives. One implementation per file:
-// machine 0's store (store_backend.hpp); etcd is another (etcd_backend.hpp).
+// drives rounds of workers) and where the membership lives. One implementation per header:
+// machine 0's store (store_backend.hpp); etcd is another (etcd_backend.hpp). Each one's
+// join, rounds and monitor are files of their own (store_backend_impl.hpp,
+// etcd_backend_impl.hpp list them).
 //
 // A round is one set of workers on every machine (TORCHELASTIC_RESTART_COUNT = the round).
 // The backend answers, for each round, which machines are in the job and which of them this
 // launcher is (Membership); it carries heartbeats, the first failure of a round, and the
 // round's verdict, so that every launcher stops, restarts or ends together and prints the
-// same words. Pure decisions (layouts, records) live in agent.hpp and membership.hpp.
+// same words. Pure decisions live in agent.hpp (records, layouts), membership.hpp (elastic
+// rounds), blame.hpp (lost launchers, verdicts) and etcd_layout.hpp (etcd's keys).
 #pragma once
 
 #include <chrono>
@@ -27,6 +30,9 @@ class AgentError : public std::runtime_error {
  public:
   AgentError(const std::string& what, int exit_code)
       : std::runtime_error(what), exit_code_(exit_code) {}
+  /// A join that cannot go on, with the message and exit code every launcher gives.
+  explicit AgentError(const JoinProblem& problem)
+      : AgentError(problem.message, problem.exit_code) {}
   int exit_code() const { return exit_code_; }
 
  private:
@@ -58,6 +64,10 @@ struct AgentOptions {
   std::chrono::milliseconds last_call_timeout{std::chrono::seconds(30)};
 
   bool elastic() const { return min_machines > 0 && min_machines < max_machines; }
+  /// What this launcher registers when it joins.
+  JoinRecord record() const {
+    return JoinRecord{machine_rank, host, pid, local_processes, version, settings};
+  }
 };
 
 /// The job as one round sees it, and this launcher's place in it.

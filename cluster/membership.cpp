@@ -5,11 +5,11 @@
 
 #include <algorithm>
 
+#include "cluster/seconds.hpp"
+
 namespace xlaunch::cluster {
 
 namespace {
-
-double seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count()) / 1000.0; }
 
 std::string names(const std::vector<JoinRecord>& records) {
   std::vector<std::string> out;
@@ -22,6 +22,17 @@ std::string names(const std::vector<JoinRecord>& records) {
 bool first_round_ready(int arrived, int min_machines, int max_machines, bool last_call_over) {
   if (arrived >= max_machines) return true;
   return arrived >= min_machines && last_call_over;
+}
+
+void LastCall::count(int arrived, Clock::time_point now) {
+  if (arrived >= min_machines_ && !since_) since_ = now;
+}
+
+bool LastCall::over(Clock::time_point now) const { return since_ && now - *since_ >= timeout_; }
+
+std::chrono::milliseconds LastCall::left(Clock::time_point now) const {
+  if (!since_) return std::chrono::milliseconds(0);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ - (now - *since_));
 }
 
 std::vector<int> next_members(const std::vector<int>& members, const std::set<int>& lost_slots,
@@ -82,6 +93,14 @@ FailureRecord machine_left(int rank, const std::string& host,
 
 bool is_membership_change(const FailureRecord& record) {
   return record.restartable && record.rank < 0;
+}
+
+JoinProblem too_few_to_start(const std::vector<JoinRecord>& joined, int min_machines,
+                             std::chrono::milliseconds timeout) {
+  return JoinProblem{1, fmt::format("only {} of the minimum {} machines joined within "
+                                    "--rdzv_timeout {:g}s (joined: {}); start more launchers "
+                                    "with the same --main_process_ip/port, or lower MIN",
+                                    joined.size(), min_machines, seconds(timeout), names(joined))};
 }
 
 JoinProblem too_few_machines(const std::vector<JoinRecord>& present,

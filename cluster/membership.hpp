@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <set>
 #include <string>
 #include <variant>
@@ -20,6 +21,28 @@ namespace xlaunch::cluster {
 /// Whether round 0 can start: `arrived` launchers are in; the last call is over when
 /// last_call_timeout has passed since the MIN-th arrived.
 bool first_round_ready(int arrived, int min_machines, int max_machines, bool last_call_over);
+
+/// The last call before round 0: it opens the first time MIN launchers are in and lasts
+/// last_call_timeout. Both backends time it on the launcher that decides round 0. Pure: the
+/// caller passes the clock.
+class LastCall {
+ public:
+  using Clock = std::chrono::steady_clock;
+  LastCall(int min_machines, std::chrono::milliseconds timeout)
+      : min_machines_(min_machines), timeout_(timeout) {}
+  /// `arrived` launchers are in at `now`.
+  void count(int arrived, Clock::time_point now);
+  /// MIN launchers were in once.
+  bool open() const { return since_.has_value(); }
+  bool over(Clock::time_point now) const;
+  /// What is left of the call at `now` (negative once over); zero before it opens.
+  std::chrono::milliseconds left(Clock::time_point now) const;
+
+ private:
+  int min_machines_;
+  std::chrono::milliseconds timeout_;
+  std::optional<Clock::time_point> since_;
+};
 
 /// The next round's members (arrival slots, rank order): the previous members not lost, in
 /// their order (the host stays rank 0), then waiting newcomers by arrival, up to MAX.
@@ -41,6 +64,10 @@ FailureRecord machine_joined(const JoinRecord& newcomer, int rank);
 FailureRecord machine_left(int rank, const std::string& host,
                            std::chrono::milliseconds heartbeat_timeout);
 bool is_membership_change(const FailureRecord& record);
+
+/// Round 0 cannot start: fewer than MIN launchers (`joined`) came within the join timeout.
+JoinProblem too_few_to_start(const std::vector<JoinRecord>& joined, int min_machines,
+                             std::chrono::milliseconds timeout);
 
 /// Below MIN after a loss, when nobody came within the join timeout: names the lost ones.
 JoinProblem too_few_machines(const std::vector<JoinRecord>& present,

@@ -74,3 +74,30 @@ TEST_CASE("below MIN the failure names the lost and the present machines", "[mem
                             Catch::Contains("lost: host2 (pid 2), host3 (pid 3)") &&
                             Catch::Contains("present: host1 (pid 1)"));
 }
+
+TEST_CASE("the last call opens when MIN are in, once, and runs its timeout", "[membership]") {
+  using Clock = LastCall::Clock;
+  const Clock::time_point t0{};
+  LastCall call(2, 30s);
+  call.count(1, t0);
+  CHECK_FALSE(call.open());
+  CHECK_FALSE(call.over(t0 + 1h));  // never over before it opened
+  CHECK(call.left(t0) == 0ms);
+  call.count(2, t0 + 5s);
+  CHECK(call.open());
+  CHECK(call.left(t0 + 5s) == 30s);
+  call.count(3, t0 + 20s);  // more arrivals do not restart it
+  CHECK(call.left(t0 + 20s) == 15s);
+  CHECK_FALSE(call.over(t0 + 34s));
+  CHECK(call.over(t0 + 35s));
+  CHECK(call.left(t0 + 36s) == -1s);
+}
+
+TEST_CASE("too few to start names who joined", "[membership]") {
+  JoinProblem p = too_few_to_start({record(1), record(2)}, 3, 2500ms);
+  CHECK(p.exit_code == 1);
+  CHECK(p.message ==
+        "only 2 of the minimum 3 machines joined within --rdzv_timeout 2.5s "
+        "(joined: host1 (pid 1), host2 (pid 2)); start more launchers with the "
+        "same --main_process_ip/port, or lower MIN");
+}

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 
 namespace xlaunch::rendezvous {
 namespace {
@@ -69,20 +68,6 @@ std::optional<std::string> StoreState::value(std::string_view key) const {
   return it->second;
 }
 
-void StoreState::notify(std::string_view key, std::uint8_t kind, std::string_view old_value,
-                        std::string_view new_value, Effects& fx) {
-  auto it = watchers_.find(key);
-  if (it == watchers_.end()) return;
-  for (ConnId conn : it->second) {
-    std::string msg;
-    put_u8(msg, kind);
-    put_bytes(msg, key);
-    put_bytes(msg, old_value);
-    put_bytes(msg, new_value);
-    fx.notifications.emplace_back(conn, std::move(msg));
-  }
-}
-
 void StoreState::store(std::string_view key, std::string value, Effects& fx) {
   auto it = kv_.find(key);
   if (it == kv_.end()) {
@@ -95,60 +80,7 @@ void StoreState::store(std::string_view key, std::string value, Effects& fx) {
   wake_all(key, fx);
 }
 
-void StoreState::wake_all(std::string_view key, Effects& fx) {
-  auto it = parked_.find(key);
-  if (it == parked_.end()) return;
-  std::vector<Parked> list = std::move(it->second);
-  parked_.erase(it);
-  for (const Parked& p : list) {
-    auto w = waits_.find(p.conn);
-    if (w == waits_.end() || w->second.generation != p.generation) continue;
-    if (--w->second.missing == 0) {
-      fx.woken.push_back(p.conn);
-      waits_.erase(w);
-    }
-  }
-}
-
-void StoreState::wake_one(std::string_view key, Effects& fx) {
-  auto it = parked_.find(key);
-  if (it == parked_.end()) return;
-  std::vector<Parked>& list = it->second;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    auto w = waits_.find(list[i].conn);
-    if (w == waits_.end() || w->second.generation != list[i].generation) continue;
-    if (--w->second.missing == 0) {
-      fx.woken.push_back(list[i].conn);
-      waits_.erase(w);
-    }
-    list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
-    break;
-  }
-  if (list.empty()) parked_.erase(it);
-}
-
-void StoreState::park(ConnId conn, const std::vector<std::string_view>& keys) {
-  const std::uint64_t generation = ++next_generation_;
-  std::size_t missing = 0;
-  for (std::string_view k : keys) {
-    if (exists(k)) continue;
-    ++missing;
-    auto it = parked_.find(k);
-    if (it == parked_.end()) it = parked_.emplace(std::string(k), std::vector<Parked>{}).first;
-    std::vector<Parked>& list = it->second;
-    // Timed-out 1.13 clients re-WAIT without cancelling; drop their stale entries now and
-    // then so a never-set key cannot grow its list without bound.
-    if (list.size() >= 64 && (list.size() & (list.size() - 1)) == 0) {
-      std::erase_if(list, [this](const Parked& p) {
-        auto w = waits_.find(p.conn);
-        return w == waits_.end() || w->second.generation != p.generation;
-      });
-    }
-    list.push_back({conn, generation});
-  }
-  waits_[conn] = Wait{generation, missing};
-}
-
+// One case per request; those that need more than a few lines have a function below.
 bool StoreState::apply(ConnId conn, Dialect dialect, const Request& r, std::string& reply,
                        Effects& fx, std::string& error) {
   const bool legacy = dialect != Dialect::D2;
@@ -161,69 +93,19 @@ bool StoreState::apply(ConnId conn, Dialect dialect, const Request& r, std::stri
     case Op::Set:
       store(r.key, std::string(r.value), fx);
       return true;
-    case Op::Get: {
-      auto it = kv_.find(r.key);
-      if (it != kv_.end()) {
-        put_bytes(reply, it->second);
-      } else if (legacy) {
-        // The reference's legacy server closes here; its clients always WAIT first.
-        error = fmt::format("GET of missing key \"{}\"", printable(r.key));
-        return false;
-      } else {
-        put_bytes(reply, {});
-      }
+    case Op::Get:
+      return get(r.key, legacy, reply, error);
+    case Op::Add:
+      return add(r.key, r.delta, reply, fx, error);
+    case Op::CompareSet:
+      compare_set(r, reply, fx);
       return true;
-    }
-    case Op::Add: {
-      std::int64_t result = r.delta;
-      auto it = kv_.find(r.key);
-      if (it != kv_.end()) {
-        std::optional<std::int64_t> current = parse_counter(it->second);
-        if (!current) {
-          error = fmt::format("ADD {} to key \"{}\" whose value \"{}\" is not a 64-bit integer",
-                              r.delta, printable(r.key), printable(it->second));
-          return false;
-        }
-        result = wrapping_add(*current, r.delta);
-      }
-      store(r.key, std::to_string(result), fx);
-      put_i64(reply, result);
+    case Op::Check:
+      put_u8(reply, all_exist(r.keys) ? kCheckReady : kCheckNotReady);
       return true;
-    }
-    case Op::CompareSet: {
-      auto it = kv_.find(r.key);
-      if (it == kv_.end()) {
-        if (r.expected.empty()) {
-          store(r.key, std::string(r.value), fx);
-          put_bytes(reply, r.value);
-        } else {
-          put_bytes(reply, r.expected);
-        }
-      } else if (it->second == r.expected) {
-        store(r.key, std::string(r.value), fx);
-        put_bytes(reply, r.value);
-      } else {
-        put_bytes(reply, it->second);
-      }
+    case Op::Wait:
+      wait(conn, r.keys, reply);
       return true;
-    }
-    case Op::Check: {
-      bool ready = std::all_of(r.keys.begin(), r.keys.end(),
-                               [this](std::string_view k) { return exists(k); });
-      put_u8(reply, ready ? kCheckReady : kCheckNotReady);
-      return true;
-    }
-    case Op::Wait: {
-      waits_.erase(conn);  // a new WAIT replaces an earlier one (1.13 behaviour)
-      bool ready = std::all_of(r.keys.begin(), r.keys.end(),
-                               [this](std::string_view k) { return exists(k); });
-      if (ready) {
-        put_u8(reply, kStopWaiting);
-      } else {
-        park(conn, r.keys);
-      }
-      return true;
-    }
     case Op::CancelWait:
       waits_.erase(conn);
       put_u8(reply, kWaitCanceled);
@@ -231,30 +113,12 @@ bool StoreState::apply(ConnId conn, Dialect dialect, const Request& r, std::stri
     case Op::NumKeys:
       put_i64(reply, static_cast<std::int64_t>(kv_.size()));
       return true;
-    case Op::DeleteKey: {
-      auto it = kv_.find(r.key);
-      if (it == kv_.end()) {
-        put_i64(reply, 0);
-        return true;
-      }
-      if (watchers_.find(r.key) != watchers_.end()) {
-        notify(r.key, kWatchDeleted, it->second, {}, fx);
-      }
-      kv_.erase(it);
-      put_i64(reply, 1);
+    case Op::DeleteKey:
+      delete_key(r.key, reply, fx);
       return true;
-    }
-    case Op::WatchKey: {
-      auto it = watchers_.find(r.key);
-      if (it == watchers_.end())
-        it = watchers_.emplace(std::string(r.key), std::vector<ConnId>{}).first;
-      if (std::find(it->second.begin(), it->second.end(), conn) == it->second.end()) {
-        it->second.push_back(conn);
-        watched_[conn].emplace_back(r.key);
-      }
-      put_u8(reply, kWatchAck);
+    case Op::WatchKey:
+      watch_key(conn, r.key, reply);
       return true;
-    }
     case Op::Append: {
       auto it = kv_.find(r.key);
       std::string value = it == kv_.end() ? std::string() : it->second;
@@ -262,45 +126,18 @@ bool StoreState::apply(ConnId conn, Dialect dialect, const Request& r, std::stri
       store(r.key, std::move(value), fx);
       return true;
     }
-    case Op::MultiGet: {
-      std::string out;
-      for (std::string_view k : r.keys) {
-        auto it = kv_.find(k);
-        if (it != kv_.end()) {
-          put_bytes(out, it->second);
-        } else if (legacy) {
-          error = fmt::format("MULTI_GET of missing key \"{}\"", printable(k));
-          return false;
-        } else {
-          put_bytes(out, {});
-        }
-      }
-      reply += out;
-      return true;
-    }
+    case Op::MultiGet:
+      return multi_get(r.keys, legacy, reply, error);
     case Op::MultiSet:
       for (std::size_t i = 0; i < r.keys.size(); ++i)
         store(r.keys[i], std::string(r.values[i]), fx);
       return true;
-    case Op::QueuePush: {
-      auto it = queues_.find(r.key);
-      if (it == queues_.end())
-        it = queues_.emplace(std::string(r.key), std::deque<std::string>{}).first;
-      it->second.emplace_back(r.value);
-      wake_one(r.key, fx);
+    case Op::QueuePush:
+      queue_push(r.key, r.value, fx);
       return true;
-    }
-    case Op::QueuePop: {
-      auto it = queues_.find(r.key);
-      std::size_t n = it == queues_.end() ? 0 : it->second.size();
-      put_i64(reply, static_cast<std::int64_t>(n));
-      if (n > 0) {
-        put_bytes(reply, it->second.front());
-        it->second.pop_front();
-        if (it->second.empty()) queues_.erase(it);
-      }
+    case Op::QueuePop:
+      queue_pop(r.key, reply);
       return true;
-    }
     case Op::QueueLen: {
       auto it = queues_.find(r.key);
       put_i64(reply, static_cast<std::int64_t>(it == queues_.end() ? 0 : it->second.size()));
@@ -314,58 +151,123 @@ bool StoreState::apply(ConnId conn, Dialect dialect, const Request& r, std::stri
   return true;
 }
 
-void StoreState::disconnect(ConnId conn) {
-  waits_.erase(conn);
-  auto it = watched_.find(conn);
-  if (it == watched_.end()) return;
-  for (const std::string& key : it->second) {
-    auto w = watchers_.find(key);
-    if (w == watchers_.end()) continue;
-    std::erase(w->second, conn);
-    if (w->second.empty()) watchers_.erase(w);
-  }
-  watched_.erase(it);
+bool StoreState::all_exist(const std::vector<std::string_view>& keys) const {
+  return std::all_of(keys.begin(), keys.end(), [this](std::string_view k) { return exists(k); });
 }
 
-std::vector<ConnId> StoreState::clear(std::string_view keep_prefix) {
-  auto kept = [&](std::string_view key) {
-    return !keep_prefix.empty() && key.starts_with(keep_prefix);
-  };
-  // A connection parked on any key that goes is closed; one waiting only on kept keys stays.
-  std::vector<ConnId> parked;
-  for (const auto& [key, list] : parked_) {
-    if (kept(key)) continue;
-    for (const Parked& p : list) {
-      auto w = waits_.find(p.conn);
-      if (w != waits_.end() && w->second.generation == p.generation) parked.push_back(p.conn);
-    }
+bool StoreState::get(std::string_view key, bool legacy, std::string& reply, std::string& error) {
+  auto it = kv_.find(key);
+  if (it != kv_.end()) {
+    put_bytes(reply, it->second);
+  } else if (legacy) {
+    // The reference's legacy server closes here; its clients always WAIT first.
+    error = fmt::format("GET of missing key \"{}\"", printable(key));
+    return false;
+  } else {
+    put_bytes(reply, {});
   }
-  std::sort(parked.begin(), parked.end());
-  parked.erase(std::unique(parked.begin(), parked.end()), parked.end());
-  for (ConnId conn : parked) waits_.erase(conn);
-  std::erase_if(kv_, [&](const auto& entry) { return !kept(entry.first); });
-  std::erase_if(queues_, [&](const auto& entry) { return !kept(entry.first); });
-  std::erase_if(parked_, [&](const auto& entry) { return !kept(entry.first); });
-  return parked;
+  return true;
 }
 
-std::vector<std::pair<ConnId, std::vector<std::string>>> StoreState::waiting() const {
-  std::map<ConnId, std::vector<std::string>> by_conn;
-  for (const auto& [key, list] : parked_) {
-    for (const Parked& p : list) {
-      auto w = waits_.find(p.conn);
-      // Stale entries (a satisfied key of a wait that still misses others) are skipped.
-      if (w == waits_.end() || w->second.generation != p.generation || exists(key)) continue;
-      by_conn[p.conn].push_back(key);
+bool StoreState::add(std::string_view key, std::int64_t delta, std::string& reply, Effects& fx,
+                     std::string& error) {
+  std::int64_t result = delta;
+  auto it = kv_.find(key);
+  if (it != kv_.end()) {
+    std::optional<std::int64_t> current = parse_counter(it->second);
+    if (!current) {
+      error = fmt::format("ADD {} to key \"{}\" whose value \"{}\" is not a 64-bit integer", delta,
+                          printable(key), printable(it->second));
+      return false;
+    }
+    result = wrapping_add(*current, delta);
+  }
+  store(key, std::to_string(result), fx);
+  put_i64(reply, result);
+  return true;
+}
+
+void StoreState::compare_set(const Request& r, std::string& reply, Effects& fx) {
+  auto it = kv_.find(r.key);
+  if (it == kv_.end()) {
+    if (r.expected.empty()) {
+      store(r.key, std::string(r.value), fx);
+      put_bytes(reply, r.value);
+    } else {
+      put_bytes(reply, r.expected);
+    }
+  } else if (it->second == r.expected) {
+    store(r.key, std::string(r.value), fx);
+    put_bytes(reply, r.value);
+  } else {
+    put_bytes(reply, it->second);
+  }
+}
+
+void StoreState::wait(ConnId conn, const std::vector<std::string_view>& keys, std::string& reply) {
+  waits_.erase(conn);  // a new WAIT replaces an earlier one (1.13 behaviour)
+  if (all_exist(keys)) {
+    put_u8(reply, kStopWaiting);
+  } else {
+    park(conn, keys);
+  }
+}
+
+void StoreState::delete_key(std::string_view key, std::string& reply, Effects& fx) {
+  auto it = kv_.find(key);
+  if (it == kv_.end()) {
+    put_i64(reply, 0);
+    return;
+  }
+  if (watchers_.find(key) != watchers_.end()) notify(key, kWatchDeleted, it->second, {}, fx);
+  kv_.erase(it);
+  put_i64(reply, 1);
+}
+
+void StoreState::watch_key(ConnId conn, std::string_view key, std::string& reply) {
+  auto it = watchers_.find(key);
+  if (it == watchers_.end()) it = watchers_.emplace(std::string(key), std::vector<ConnId>{}).first;
+  if (std::find(it->second.begin(), it->second.end(), conn) == it->second.end()) {
+    it->second.push_back(conn);
+    watched_[conn].emplace_back(key);
+  }
+  put_u8(reply, kWatchAck);
+}
+
+bool StoreState::multi_get(const std::vector<std::string_view>& keys, bool legacy,
+                           std::string& reply, std::string& error) {
+  std::string out;
+  for (std::string_view k : keys) {
+    auto it = kv_.find(k);
+    if (it != kv_.end()) {
+      put_bytes(out, it->second);
+    } else if (legacy) {
+      error = fmt::format("MULTI_GET of missing key \"{}\"", printable(k));
+      return false;
+    } else {
+      put_bytes(out, {});
     }
   }
-  std::vector<std::pair<ConnId, std::vector<std::string>>> out;
-  for (auto& [conn, keys] : by_conn) {
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-    out.emplace_back(conn, std::move(keys));
+  reply += out;
+  return true;
+}
+
+void StoreState::queue_push(std::string_view key, std::string_view value, Effects& fx) {
+  auto it = queues_.find(key);
+  if (it == queues_.end()) it = queues_.emplace(std::string(key), std::deque<std::string>{}).first;
+  it->second.emplace_back(value);
+  wake_one(key, fx);
+}
+
+void StoreState::queue_pop(std::string_view key, std::string& reply) {
+  auto it = queues_.find(key);
+  std::size_t n = it == queues_.end() ? 0 : it->second.size();
+  put_i64(reply, static_cast<std::int64_t>(n));
+  if (n > 0) {
+    put_bytes(reply, it->second.front());
+    it->second.pop_front();
+    if (it->second.empty()) queues_.erase(it);
   }
-  return out;
 }
 
 }  // namespace xlaunch::rendezvous

@@ -75,7 +75,22 @@ class StoreState {
   };
 
   bool exists(std::string_view key) const;
+  bool all_exist(const std::vector<std::string_view>& keys) const;
+  // Sets `key`, telling its watchers and waking its waits.
   void store(std::string_view key, std::string value, Effects& fx);
+  // Requests (apply): false closes the connection, `error` says why.
+  bool get(std::string_view key, bool legacy, std::string& reply, std::string& error);
+  bool add(std::string_view key, std::int64_t delta, std::string& reply, Effects& fx,
+           std::string& error);
+  void compare_set(const Request& r, std::string& reply, Effects& fx);
+  void wait(ConnId conn, const std::vector<std::string_view>& keys, std::string& reply);
+  void delete_key(std::string_view key, std::string& reply, Effects& fx);
+  void watch_key(ConnId conn, std::string_view key, std::string& reply);
+  bool multi_get(const std::vector<std::string_view>& keys, bool legacy, std::string& reply,
+                 std::string& error);
+  void queue_push(std::string_view key, std::string_view value, Effects& fx);
+  void queue_pop(std::string_view key, std::string& reply);
+  // Waiters (store_waiters.cpp).
   void wake_all(std::string_view key, Effects& fx);
   void wake_one(std::string_view key, Effects& fx);
   void notify(std::string_view key, std::uint8_t kind, std::string_view old_value,

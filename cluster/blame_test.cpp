@@ -1,0 +1,70 @@
+#include "cluster/blame.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "cluster/membership.hpp"
+
+using namespace xlaunch::cluster;
+using namespace std::chrono_literals;
+
+TEST_CASE("a host outside the known ranks reads as '?'", "[blame]") {
+  const std::vector<std::string> hosts{"hostA", "hostB"};
+  CHECK(host_of(hosts, 1) == "hostB");
+  CHECK(host_of(hosts, 2) == "?");
+  CHECK(host_of(hosts, -1) == "?");
+  CHECK(host_of({}, 0) == "?");
+}
+
+TEST_CASE("a lost launcher ends a fixed job and re-forms an elastic one", "[blame]") {
+  FailureRecord beat = heartbeat_lost(2, "hostC", 1500ms, false);
+  CHECK_FALSE(beat.restartable);
+  CHECK(beat.exit_code == 1);
+  CHECK(beat.rank == -1);
+  CHECK(beat.describe() ==
+        "machine 2 (hostC): launcher lost: no heartbeat for 1.5s (--heartbeat_timeout)");
+  FailureRecord lease = lease_lost(1, "hostB", 3s, false);
+  CHECK_FALSE(lease.restartable);
+  CHECK(lease.describe() ==
+        "machine 1 (hostB): launcher lost: its etcd lease expired (--heartbeat_timeout 3s)");
+  // Elastic: both backends say the same, a change of members.
+  for (const FailureRecord& r :
+       {heartbeat_lost(1, "hostB", 3s, true), lease_lost(1, "hostB", 3s, true)}) {
+    CHECK(is_membership_change(r));
+    CHECK(r.describe() == machine_left(1, "hostB", 3s).describe());
+  }
+}
+
+TEST_CASE("a lost backend and a rank claimed twice are not restartable", "[blame]") {
+  FailureRecord store = store_unreachable("hostA", "10.0.0.1", 29500, 30s);
+  CHECK_FALSE(store.restartable);
+  CHECK(store.describe() ==
+        "machine 0 (hostA): launcher lost: its store at 10.0.0.1:29500 is "
+        "unreachable (--heartbeat_timeout 30s)");
+  FailureRecord etcd = etcd_unreachable(3, "hostD", "e1:2379,e2:2379", 2s, "connection refused");
+  CHECK_FALSE(etcd.restartable);
+  CHECK(etcd.describe() ==
+        "machine 3 (hostD): etcd at e1:2379,e2:2379 unreachable for "
+        "--heartbeat_timeout 2s (connection refused)");
+  FailureRecord own = own_lease_expired(0, "hostA");
+  CHECK_FALSE(own.restartable);
+  CHECK_THAT(own.cause, Catch::StartsWith("this launcher's etcd lease expired"));
+  FailureRecord taken = rank_taken(1, "hostE", 77, "hostB");
+  CHECK(taken.exit_code == 2);  // a configuration error
+  CHECK_FALSE(taken.restartable);
+  CHECK(taken.describe() ==
+        "machine 1 (hostE): a second launcher (pid 77) also claims machine "
+        "rank 1 (already taken by hostB); give each machine its own "
+        "--machine_rank");
+}
+
+TEST_CASE("a verdict is 'ok' or the round's failure, and reads back", "[blame]") {
+  CHECK(encode_verdict(std::nullopt) == "ok");
+  CHECK_FALSE(decode_verdict("ok"));
+  FailureRecord worker{1, "hostB", 5, 7, true, "exited with code 7"};
+  auto back = decode_verdict(encode_verdict(worker));
+  REQUIRE(back);
+  CHECK(back->describe() == worker.describe());
+  CHECK(back->exit_code == 7);
+  CHECK(back->restartable);
+  CHECK_THROWS_AS(decode_verdict("neither"), std::invalid_argument);
+}

@@ -1,0 +1,127 @@
+// StoreBackend's state, private to its files: store_backend.cpp (connections, failures, the
+// public verbs that need no more), store_join.cpp (the join and an elastic job's round 0),
+// store_members.cpp (the host's view of arrivals; publishing and adopting a round's
+// members), store_round.cpp (rounds after the first and their verdicts) and
+// store_monitor.cpp (heartbeats, the watch for failures and newcomers).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "cluster/store_backend.hpp"
+#include "rendezvous/store_client.hpp"
+
+namespace xlaunch::cluster {
+
+struct StoreBackend::Impl {
+  using Steady = std::chrono::steady_clock;
+  using StoreClient = rendezvous::StoreClient;
+
+  AgentOptions o;
+  std::chrono::milliseconds interval;  // heartbeat period and the granularity of waits
+  std::optional<StoreClient> client;   // main thread only
+  std::vector<std::string> hosts;      // per machine rank, after join
+
+  std::thread monitor;
+  std::atomic<bool> stopping{false};
+  std::atomic<int> round{0};
+  std::atomic<bool> watching_lost{true};
+  std::mutex mu;
+  std::condition_variable wake;
+  std::set<int> lost;                       // guarded by mu
+  std::optional<FailureRecord> store_lost;  // guarded by mu (machines > 0)
+  OnStop on_failure;
+
+  // The layout this launcher runs (fixed jobs: the join's; elastic: the round's).
+  Layout layout;
+  int slot = 0;   // this launcher's arrival slot
+  JoinRecord me;  // what it registered
+  // Elastic jobs, the host's view (guarded by arr_mu): every record read (by arrival slot),
+  // the newest slot read, launchers waiting to be taken in.
+  std::mutex arr_mu;
+  std::map<int, JoinRecord> records;
+  int known = 0;
+  std::vector<int> waiting;
+
+  explicit Impl(AgentOptions options);
+
+  std::string key(std::string_view suffix) const {
+    return fmt::format("xlaunch/{}/{}", o.run_id, suffix);
+  }
+  std::string rkey(int r, std::string_view suffix) const {
+    return key(fmt::format("round/{}/{}", r, suffix));
+  }
+  bool elastic() const { return o.elastic(); }
+
+  // --- store_backend.cpp: connections and failures -----------------------------------------
+  StoreClient connect(std::chrono::milliseconds timeout) const;
+  std::string host_of(int m) const;
+  // Heartbeat key of machine rank m: per arrival slot in elastic jobs, whose ranks change.
+  std::string hb_key(int m);
+  std::string my_hb_key() const;
+  FailureRecord machine0_lost(const std::string& why) const;
+  std::optional<FailureRecord> lost_store();
+  // Blocks until `k` exists or machine 0 counts as lost; nullopt means the key is there.
+  std::optional<FailureRecord> wait_key(const std::string& k);
+  FailureRecord report_failure(int round, const FailureRecord& record);
+
+  // Runs `op` on the main client, reconnecting once after a broken connection (machine 0
+  // empties the store between rounds, which closes parked waits).
+  template <typename Op>
+  auto with_client(Op op) {
+    try {
+      if (!client) client = connect(o.heartbeat_timeout);
+      return op(*client);
+    } catch (const rendezvous::StoreTimeout&) {
+      throw;
+    } catch (const rendezvous::StoreError&) {
+      client.reset();
+      client = connect(o.heartbeat_timeout);
+      return op(*client);
+    }
+  }
+
+  // --- store_join.cpp ----------------------------------------------------------------------
+  void register_arrival();
+  Membership fixed_join(Steady::time_point deadline);
+  std::variant<Layout, JoinProblem> decide_job(Steady::time_point deadline,
+                                               std::vector<JoinRecord>& arrivals);
+  std::variant<Layout, JoinProblem> follow_job(Steady::time_point deadline,
+                                               std::vector<JoinRecord>& arrivals);
+  Membership elastic_join();
+  Membership elastic_host_first_round(StoreClient& c);
+  Membership elastic_wait_for_round(StoreClient& c, int from_round);
+
+  // --- store_members.cpp: elastic jobs -----------------------------------------------------
+  void poll_arrivals(StoreClient& c);
+  Membership publish_round(StoreClient& c, int r, const std::vector<int>& next);
+  void adopt(const Layout& l, int rank, const std::vector<JoinRecord>& recs);
+  std::optional<Membership> find_me(StoreClient& c, const Layout& l);
+  int known_now();
+  std::vector<JoinRecord> records_of(const std::vector<int>& slots);
+  [[noreturn]] void fail_round(StoreClient& c, int r, const JoinProblem& problem);
+  void ack_wait(StoreClient& c);
+
+  // --- store_round.cpp ---------------------------------------------------------------------
+  Membership elastic_host_next_round(int r, const std::function<void()>& clear_store);
+  Membership elastic_next_round(int r);
+  std::optional<FailureRecord> host_verdict(int round);
+  std::optional<FailureRecord> follower_verdict(int round);
+
+  // --- store_monitor.cpp -------------------------------------------------------------------
+  class Monitor;
+  void monitor_loop();
+};
+
+}  // namespace xlaunch::cluster

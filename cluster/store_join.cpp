@@ -1,0 +1,246 @@
+// The join through machine 0's store: every launcher takes an arrival slot and writes its
+// record; machine 0 decides the layout (fixed jobs) or round 0's members (elastic jobs), and
+// the others read it.
+#include <algorithm>
+
+#include "cluster/blame.hpp"
+#include "cluster/membership.hpp"
+#include "cluster/seconds.hpp"
+#include "cluster/store_backend_impl.hpp"
+#include "launcher/console.hpp"
+#include "launcher/text.hpp"
+
+namespace xlaunch::cluster {
+
+using launcher::parse_int;
+using launcher::say;
+using rendezvous::StoreError;
+using rendezvous::StoreTimeout;
+using StoreClient = rendezvous::StoreClient;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+std::chrono::milliseconds remaining(Steady::time_point deadline) {
+  return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now()),
+                  std::chrono::milliseconds(1));
+}
+
+}  // namespace
+
+Membership StoreBackend::join() {
+  Impl& s = *impl_;
+  const auto deadline = Steady::now() + s.o.rdzv_timeout;
+  s.register_arrival();
+  return s.elastic() ? s.elastic_join() : s.fixed_join(deadline);
+}
+
+void StoreBackend::Impl::register_arrival() {
+  try {
+    client = connect(o.rdzv_timeout);
+    me = o.record();
+    slot = static_cast<int>(client->add(key("arrivals"), 1));
+    client->set(key(fmt::format("arrival/{}", slot)), encode(me));
+  } catch (const StoreError& e) {
+    throw AgentError(
+        fmt::format("{}: cannot reach machine 0's store at {}:{} within --rdzv_timeout "
+                    "{:g}s: {}; check that machine 0's launcher runs, --main_process_ip/port, "
+                    "and the firewall",
+                    o.machine_rank >= 0 ? fmt::format("machine {}", o.machine_rank)
+                                        : std::string("this machine"),
+                    o.store_host, o.store_port, seconds(o.rdzv_timeout), e.what()),
+        1);
+  }
+}
+
+Membership StoreBackend::Impl::fixed_join(Steady::time_point deadline) {
+  std::variant<Layout, JoinProblem> decision;
+  std::vector<JoinRecord> arrivals;
+  try {
+    decision =
+        o.machine_rank == 0 ? decide_job(deadline, arrivals) : follow_job(deadline, arrivals);
+  } catch (const StoreTimeout&) {
+    throw AgentError(fmt::format("machine {}: machine 0 did not announce the job within "
+                                 "--rdzv_timeout {:g}s",
+                                 o.machine_rank, seconds(o.rdzv_timeout)),
+                     1);
+  } catch (const StoreError& e) {
+    throw AgentError(fmt::format("machine {}: lost machine 0's store at {}:{} while joining: {}",
+                                 o.machine_rank, o.store_host, o.store_port, e.what()),
+                     1);
+  } catch (const std::invalid_argument& e) {
+    throw AgentError(fmt::format("machine {}: malformed join record in the store ({}); is "
+                                 "another program using run id {}?",
+                                 o.machine_rank, e.what(), o.run_id),
+                     1);
+  }
+  if (const auto* problem = std::get_if<JoinProblem>(&decision)) throw AgentError(*problem);
+  layout = std::get<Layout>(decision);
+  hosts.assign(o.num_machines, "?");
+  for (const JoinRecord& r : arrivals) hosts[r.machine_rank] = r.host;
+  if (slot > o.num_machines) {
+    // The job formed without this launcher: its rank was taken by an earlier one.
+    FailureRecord won =
+        report_failure(0, rank_taken(o.machine_rank, o.host, o.pid, host_of(o.machine_rank)));
+    throw AgentError(fmt::format("job failed: {}", won.describe()), 2);
+  }
+  return Membership{layout, o.machine_rank};
+}
+
+// Machine 0: the first num_machines arrivals make the job, or the problem everyone prints.
+std::variant<Layout, JoinProblem> StoreBackend::Impl::decide_job(
+    Steady::time_point deadline, std::vector<JoinRecord>& arrivals) {
+  bool complete = true;
+  for (int k = 1; k <= o.num_machines; ++k) {
+    const std::string k_key = key(fmt::format("arrival/{}", k));
+    try {
+      client->wait({k_key}, remaining(deadline));
+    } catch (const StoreTimeout&) {
+      complete = false;
+      break;
+    }
+    arrivals.push_back(decode_join(client->get(k_key)));
+  }
+  auto decision = complete ? decide_layout(arrivals, o.num_machines, o.total_processes)
+                           : std::variant<Layout, JoinProblem>(
+                                 missing_machines(arrivals, o.num_machines, o.rdzv_timeout));
+  // One job, one run id: machine 0's (the others' random ones are dropped).
+  if (auto* decided = std::get_if<Layout>(&decision)) decided->run_id = o.job_run_id;
+  client->set(key("layout"), encode_layout(decision));
+  if (std::holds_alternative<JoinProblem>(decision)) {
+    // This launcher exits now, and its store with it: let the others read why first.
+    std::vector<std::string> acks;
+    const auto arrived = client->add(key("arrivals"), 0);
+    for (int k = 1; k <= arrived; ++k)
+      if (k != slot) acks.push_back(key(fmt::format("layout_ack/{}", k)));
+    try {
+      if (!acks.empty()) client->wait(acks, o.heartbeat_timeout);
+    } catch (const StoreTimeout&) {
+    }
+  }
+  return decision;
+}
+
+// The others: machine 0's answer, and the records of the machines in the job.
+std::variant<Layout, JoinProblem> StoreBackend::Impl::follow_job(
+    Steady::time_point deadline, std::vector<JoinRecord>& arrivals) {
+  // Machine 0 answers at its own deadline; allow for the launchers' different start times.
+  auto decision =
+      decode_layout(client->get(key("layout"), remaining(deadline) + o.heartbeat_timeout));
+  if (std::holds_alternative<Layout>(decision)) {
+    for (int k = 1; k <= o.num_machines; ++k) {
+      arrivals.push_back(decode_join(client->get(key(fmt::format("arrival/{}", k)))));
+    }
+  }
+  client->set(key(fmt::format("layout_ack/{}", slot)), "1");
+  return decision;
+}
+
+Membership StoreBackend::Impl::elastic_join() {
+  try {
+    return o.machine_rank == 0 ? elastic_host_first_round(*client)
+                               : elastic_wait_for_round(*client, 0);
+  } catch (const StoreError& e) {
+    throw AgentError(fmt::format("lost machine 0's store at {}:{} while joining: {}", o.store_host,
+                                 o.store_port, e.what()),
+                     1);
+  } catch (const std::invalid_argument& e) {
+    throw AgentError(fmt::format("malformed join record in the store ({}); is another "
+                                 "program using run id {}?",
+                                 e.what(), o.run_id),
+                     1);
+  }
+}
+
+Membership StoreBackend::Impl::elastic_host_first_round(StoreClient& c) {
+  const auto deadline = Steady::now() + o.rdzv_timeout;
+  LastCall last_call(o.min_machines, o.last_call_timeout);
+  bool told = false;
+  for (;;) {
+    poll_arrivals(c);
+    int arrived = 0;
+    {
+      std::lock_guard lock(arr_mu);
+      arrived = 1 + static_cast<int>(waiting.size());
+    }
+    last_call.count(arrived, Steady::now());
+    if (first_round_ready(arrived, o.min_machines, o.max_machines, last_call.over(Steady::now()))) {
+      break;
+    }
+    if (last_call.open() && !told) {
+      told = true;
+      say("xlaunch: {} of {}..{} machines joined; waiting up to {:g}s (last call) for more\n",
+          arrived, o.min_machines, o.max_machines, seconds(o.last_call_timeout));
+    }
+    if (!last_call.open() && Steady::now() >= deadline) {  // MIN in: the last call ends it
+      std::vector<JoinRecord> in;
+      {
+        std::lock_guard lock(arr_mu);
+        in.push_back(me);
+        for (int k : waiting) in.push_back(records.at(k));
+      }
+      fail_round(c, 0, too_few_to_start(in, o.min_machines, o.rdzv_timeout));
+    }
+    try {
+      c.wait({key(fmt::format("arrival/{}", known_now() + 1))}, interval);
+    } catch (const StoreTimeout&) {
+    }
+  }
+  std::vector<int> next;
+  {
+    std::lock_guard lock(arr_mu);
+    next = next_members({slot}, {}, waiting, o.max_machines);
+  }
+  return publish_round(c, 0, next);
+}
+
+// A non-host waits to be taken into a round: the first one formed with it in.
+Membership StoreBackend::Impl::elastic_wait_for_round(StoreClient& c, int from_round) {
+  // The host may wait --rdzv_timeout for MIN, then the last call: allow for both.
+  const auto deadline = Steady::now() + o.rdzv_timeout + o.last_call_timeout + o.heartbeat_timeout;
+  int target = from_round;
+  for (;;) {
+    c.add(my_hb_key(), 1);  // alive while waiting
+    const std::string refused = key(fmt::format("refused/{}", slot));
+    if (c.check({refused})) {
+      throw AgentError(fmt::format("the job refused this machine: {}", c.get(refused)), 2);
+    }
+    if (c.check({key("closed")})) {
+      throw AgentError(fmt::format("the job ended (exit code {}) before this machine was "
+                                   "taken in",
+                                   c.get(key("closed"))),
+                       1);
+    }
+    if (c.check({key("latest")})) {
+      int latest = 0;
+      if (parse_int(c.get(key("latest")), latest)) target = std::max(target, latest);
+    }
+    if (c.check({rkey(target, "layout")})) {
+      auto decision = decode_layout(c.get(rkey(target, "layout")));
+      if (const auto* problem = std::get_if<JoinProblem>(&decision)) {
+        c.set(key(fmt::format("layout_ack/{}", slot)), "1");
+        throw AgentError(*problem);
+      }
+      if (auto m = find_me(c, std::get<Layout>(decision))) {
+        round = target;
+        m->round = target;
+        return *m;
+      }
+      ++target;
+      continue;
+    }
+    if (Steady::now() >= deadline) {
+      throw AgentError(fmt::format("machine (slot {}) was not taken into the job within "
+                                   "--rdzv_timeout {:g}s: it runs with its maximum of "
+                                   "machines, or has no restarts left to re-form with",
+                                   slot, seconds(o.rdzv_timeout)),
+                       1);
+    }
+    try {
+      c.wait({rkey(target, "layout")}, interval);
+    } catch (const StoreTimeout&) {
+    }
+  }
+}
+
+}  // namespace xlaunch::cluster

@@ -1,0 +1,104 @@
+// Elastic jobs through the store: the host reads who arrived, publishes each round's members
+// (round/<r>/layout, latest) and the others find themselves in it.
+#include <algorithm>
+
+#include "cluster/membership.hpp"
+#include "cluster/store_backend_impl.hpp"
+
+namespace xlaunch::cluster {
+
+using StoreClient = rendezvous::StoreClient;
+
+// The host reads arrival records it has not seen; a newcomer that disagrees with the host
+// (settings, version) is refused at once instead of failing the running job later.
+void StoreBackend::Impl::poll_arrivals(StoreClient& c) {
+  std::lock_guard lock(arr_mu);
+  const auto n = c.add(key("arrivals"), 0);
+  for (int k = known + 1; k <= n; ++k) {
+    const std::string k_key = key(fmt::format("arrival/{}", k));
+    if (!c.check({k_key})) break;  // counted, record not written yet
+    JoinRecord r = decode_join(c.get(k_key));
+    records[k] = r;
+    known = k;
+    if (k == slot) continue;
+    auto check = elastic_layout({me, r}, {slot, k}, "");
+    if (auto* problem = std::get_if<JoinProblem>(&check)) {
+      c.set(key(fmt::format("refused/{}", k)), problem->message);
+    } else {
+      waiting.push_back(k);
+    }
+  }
+}
+
+// The host publishes round r's members (or why there is no round) and adopts them.
+Membership StoreBackend::Impl::publish_round(StoreClient& c, int r, const std::vector<int>& next) {
+  std::vector<JoinRecord> recs;
+  {
+    std::lock_guard lock(arr_mu);
+    for (int k : next) recs.push_back(records.at(k));
+    std::erase_if(waiting,
+                  [&](int k) { return std::find(next.begin(), next.end(), k) != next.end(); });
+  }
+  auto decision = elastic_layout(recs, next, o.job_run_id);
+  c.set(rkey(r, "layout"), encode_layout(decision));
+  c.set(key("latest"), std::to_string(r));
+  if (const auto* problem = std::get_if<JoinProblem>(&decision)) throw AgentError(*problem);
+  adopt(std::get<Layout>(decision), 0, recs);
+  return Membership{layout, 0, r};
+}
+
+void StoreBackend::Impl::adopt(const Layout& l, int rank, const std::vector<JoinRecord>& recs) {
+  std::lock_guard lock(mu);
+  layout = l;
+  o.machine_rank = rank;
+  o.num_machines = static_cast<int>(l.local_processes.size());
+  hosts.clear();
+  for (const JoinRecord& r : recs) hosts.push_back(r.host);
+  lost.clear();
+}
+
+// A non-host's place in round r's layout; nullopt when it is not in it.
+std::optional<Membership> StoreBackend::Impl::find_me(StoreClient& c, const Layout& l) {
+  auto it = std::find(l.slots.begin(), l.slots.end(), slot);
+  if (it == l.slots.end()) return std::nullopt;
+  std::vector<JoinRecord> recs;
+  for (int k : l.slots) recs.push_back(decode_join(c.get(key(fmt::format("arrival/{}", k)))));
+  const int rank = static_cast<int>(it - l.slots.begin());
+  adopt(l, rank, recs);
+  return Membership{layout, rank};
+}
+
+int StoreBackend::Impl::known_now() {
+  std::lock_guard lock(arr_mu);
+  return known;
+}
+
+std::vector<JoinRecord> StoreBackend::Impl::records_of(const std::vector<int>& slots) {
+  std::lock_guard lock(arr_mu);
+  std::vector<JoinRecord> out;
+  for (int k : slots) out.push_back(records.at(k));
+  return out;
+}
+
+// The host: there is no round r, and every launcher reads why before this one exits.
+void StoreBackend::Impl::fail_round(StoreClient& c, int r, const JoinProblem& problem) {
+  c.set(rkey(r, "layout"), encode_layout(problem));
+  c.set(key("latest"), std::to_string(r));
+  ack_wait(c);
+  throw AgentError(problem);
+}
+
+// Before the host exits on a problem, the waiting launchers get to read why.
+void StoreBackend::Impl::ack_wait(StoreClient& c) {
+  std::vector<std::string> acks;
+  {
+    std::lock_guard lock(arr_mu);
+    for (int k : waiting) acks.push_back(key(fmt::format("layout_ack/{}", k)));
+  }
+  try {
+    if (!acks.empty()) c.wait(acks, o.heartbeat_timeout);
+  } catch (const rendezvous::StoreError&) {
+  }
+}
+
+}  // namespace xlaunch::cluster

@@ -1,0 +1,207 @@
+// Misbehaving clients of the store server: half requests, malformed frames, limits
+// (connections, buffered bytes), bursts, and clients that never read; each stays their own
+// problem.
+#include <chrono>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rendezvous/server_test_util.hpp"
+
+using namespace xlaunch::rendezvous;
+using namespace xlaunch::rendezvous::testing;
+using namespace std::chrono_literals;
+
+TEST_CASE("a client that disconnects mid-request does not disturb others", "[server]") {
+  Fixture f;
+  StoreClient c = f.client();
+  {
+    Raw raw(f.server.port());
+    std::string set = req(Dialect::D0, Op::Set, "/half", "value");
+    raw.send(set.substr(0, set.size() - 2));
+  }  // closed with half a request buffered
+  {
+    Raw raw(f.server.port());
+    raw.send(std::string(1, '\x05'));  // a WAIT command byte, then gone
+  }
+  c.set("/ok", "1");
+  CHECK(c.get("/ok") == "1");
+  CHECK(c.check({"/half"}) == false);
+}
+
+TEST_CASE("a malformed frame closes only that connection", "[server]") {
+  Fixture f;
+  StoreClient c = f.client();
+  c.set("/keep", "1");
+  SECTION("unknown command") {
+    Raw raw(f.server.port());
+    raw.send(std::string(1, '\x0d'));
+    CHECK(raw.closed_by_server());
+  }
+  SECTION("absurd key length") {
+    Raw raw(f.server.port());
+    raw.send(std::string(1, '\x02') + i64_bytes(-1));
+    CHECK(raw.closed_by_server());
+  }
+  SECTION("wrong handshake magic") {
+    Raw raw(f.server.port());
+    raw.send(std::string("\x00\xDE\xAD\xBE\xEF\x00\x00\x00\x00", 9));
+    CHECK(raw.closed_by_server());
+  }
+  SECTION("ADD onto a non-integer") {
+    c.set("/text", "v1");
+    Raw raw(f.server.port());
+    raw.send(add_req(Dialect::D0, "/text", 1));
+    CHECK(raw.closed_by_server());
+  }
+  SECTION("GET of a missing key on a legacy connection") {
+    Raw raw(f.server.port());
+    raw.send(req(Dialect::D0, Op::Get, "/absent"));
+    CHECK(raw.closed_by_server());
+  }
+  SECTION("a second VALIDATE") {
+    Raw raw(f.server.port());
+    Request v;
+    v.op = Op::Validate;
+    v.word = kValidateMagic;
+    std::string s;
+    encode_request(s, Dialect::D2, v);
+    encode_request(s, Dialect::D2, v);
+    raw.send(s);
+    CHECK(raw.closed_by_server());
+  }
+  CHECK(c.get("/keep") == "1");
+  CHECK(c.add("/n", 2) == 2);
+}
+
+TEST_CASE("an ADD past INT64_MAX wraps around and keeps the connection", "[server]") {
+  constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  Fixture f;
+  Raw raw(f.server.port());
+  raw.send(add_req(Dialect::D0, "/wrap", max) + add_req(Dialect::D0, "/wrap", 1));
+  CHECK(raw.recv(8) == i64_bytes(max));
+  CHECK(raw.recv(8) == i64_bytes(std::numeric_limits<std::int64_t>::min()));
+  raw.send(add_req(Dialect::D0, "/wrap", -1));
+  CHECK(raw.recv(8) == i64_bytes(max));
+}
+
+TEST_CASE("max_connections refuses the connection over the limit", "[server]") {
+  ServerOptions o;
+  o.limits.max_connections = 2;
+  Fixture f(o);
+  StoreClient a = f.client();
+  StoreClient b = f.client();
+  Raw extra(f.server.port());
+  CHECK(extra.closed_by_server());
+  a.set("/a", "1");
+  CHECK(b.get("/a") == "1");
+}
+TEST_CASE("past max_buffered_bytes the connection buffering the most is closed, only it",
+          "[server]") {
+  constexpr std::size_t KiB = 1024;
+  ServerOptions o;
+  o.limits.max_buffered_bytes = 1024 * KiB;
+  Fixture f(o);
+  StoreClient c = f.client();
+  // Each raw connection sends a SET of a 500 KiB value, stopping `sent` bytes in.
+  struct Partial {
+    std::string key, request;
+    std::size_t sent;
+    std::unique_ptr<Raw> raw;
+  };
+  const std::string value(500 * KiB, 'v');
+  auto start = [&](std::string key, std::size_t value_bytes_sent) {
+    Partial p{key, req(Dialect::D0, Op::Set, key, value), 0,
+              std::make_unique<Raw>(f.server.port())};
+    p.sent = p.request.size() - value.size() + value_bytes_sent;
+    p.raw->send(p.request.substr(0, p.sent));
+    return p;
+  };
+  Partial big = start("/big", 450 * KiB);
+  Partial mid = start("/mid", 300 * KiB);
+  Partial small = start("/small", 100 * KiB);
+  const std::size_t under_cap = big.sent + mid.sent + small.sent;
+  wait_until([&] { return f.server.buffered_bytes() == under_cap; });
+  CHECK(f.server.num_connections() == 4);
+
+  // The newcomer pushes the total past the cap, and the biggest buffer goes, not the newcomer.
+  Partial late = start("/late", 200 * KiB);
+  REQUIRE(big.raw->closed_by_server());
+  wait_until([&] { return f.server.buffered_bytes() == mid.sent + small.sent + late.sent; });
+  CHECK(f.server.num_connections() == 4);
+
+  // The others finish their requests, one at a time so that the total stays under the cap,
+  // and are served; so is everyone else.
+  for (Partial* p : {&mid, &small, &late}) {
+    p->raw->send(p->request.substr(p->sent));
+    CHECK(c.get(p->key) == value);
+  }
+  CHECK_FALSE(c.check({"/big"}));
+  CHECK(f.server.buffered_bytes() == 0);
+
+  // Accounting forgets the connections that close with a request half sent.
+  Partial gone1 = start("/gone1", 10 * KiB);
+  Partial gone2 = start("/gone2", 20 * KiB);
+  wait_until([&] { return f.server.buffered_bytes() == gone1.sent + gone2.sent; });
+  gone1.raw.reset();
+  gone2.raw.reset();
+  mid.raw.reset();
+  wait_until([&] { return f.server.num_connections() == 3; });  // c, small, late
+  CHECK(f.server.buffered_bytes() == 0);
+}
+
+TEST_CASE("a request larger than max_buffered_bytes is refused from its declared length",
+          "[server]") {
+  ServerOptions o;
+  o.limits.max_buffered_bytes = 1024 * 1024;  // max_request_bytes stays at its larger default
+  Fixture f(o);
+  Raw raw(f.server.port());
+  std::string set = req(Dialect::D0, Op::Set, "/huge", std::string(2 * 1024 * 1024, 'h'));
+  raw.send(set.substr(0, 64));  // the header declares 2 MiB; almost none of it is sent
+  CHECK(raw.closed_by_server());
+  CHECK(f.server.buffered_bytes() == 0);
+}
+
+TEST_CASE("a burst far larger than one read is fully processed with no further traffic",
+          "[server]") {
+  Fixture f;
+  Raw raw(f.server.port());
+  std::string burst;
+  const std::string value(1000, 'v');
+  for (int i = 0; i < 2000; ++i) {
+    Request r;
+    r.op = Op::Set;
+    std::string key = "/burst/" + std::to_string(i);
+    r.key = key;
+    r.value = value;
+    encode_request(burst, Dialect::D0, r);
+  }
+  burst += std::string(1, '\x06');  // GETNUMKEYS: answered only once every SET was read
+  raw.send(burst);
+  CHECK(raw.recv(8) == i64_bytes(2000));
+}
+
+TEST_CASE("a client that does not read its replies stalls only itself", "[server]") {
+  Fixture f;
+  StoreClient c = f.client();
+  const std::string big(1 << 20, 'b');
+  c.set("/big", big);
+  REQUIRE(c.get("/big") == big);  // SET has no reply: make sure it is in before the hog asks
+  Raw hog(f.server.port());
+  std::string gets;
+  // 48 MiB of replies: far more than the socket buffers and the server's 16 MiB of queued
+  // output, so the server stops reading from this client until it reads.
+  for (int i = 0; i < 48; ++i) gets += req(Dialect::D0, Op::Get, "/big");
+  hog.send(gets);
+  for (int i = 1; i <= 200; ++i) REQUIRE(c.add("/others", 1) == i);
+  hog.send(
+      add_req(Dialect::D0, "/hog", 7));  // read by the server only once the hog has drained enough
+  for (int i = 0; i < 48; ++i) {
+    REQUIRE(hog.recv(8) == i64_bytes(1 << 20));
+    REQUIRE(hog.recv(big.size()) == big);
+  }
+  CHECK(hog.recv(8) == i64_bytes(7));
+  CHECK(c.get("/hog") == "7");
+}

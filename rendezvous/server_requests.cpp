@@ -1,0 +1,63 @@
+// The store server's requests: each complete one goes to the StoreState, and what it
+// causes elsewhere (woken waits, watch pushes) reaches the other connections
+// (server_core.hpp).
+#include "rendezvous/server_core.hpp"
+
+namespace xlaunch::rendezvous {
+
+// Handles every complete request at the front of `data`; `used` = the bytes they took.
+bool ServerCore::process(Connection& c, std::span<const std::uint8_t> data, std::size_t& used) {
+  std::string error;
+  while (data.size() - used >= c.need) {
+    DecodeResult res = c.decoder.decode(data.subspan(used), request);
+    if (res.status == DecodeStatus::NeedMore) {
+      c.need = res.size;
+      break;
+    }
+    if (res.status == DecodeStatus::Malformed) {
+      close(c, c.decoder.error());
+      return false;
+    }
+    c.need = 1;
+    Effects fx;
+    if (!state.apply(c.id, c.decoder.dialect(), request, c.out, fx, error)) {
+      close(c, error);
+      return false;
+    }
+    used += res.size;
+    ++c.requests;
+    if (!fx.woken.empty() || !fx.notifications.empty()) deliver(fx, c.id);
+  }
+  return true;
+}
+
+void ServerCore::deliver(const Effects& fx, ConnId self) {
+  const char stop = static_cast<char>(kStopWaiting);
+  for (ConnId id : fx.woken) {
+    auto it = conns.find(id);
+    if (it == conns.end()) continue;
+    it->second.out.push_back(stop);
+    if (id != self) flush(it->second);
+  }
+  for (const auto& [id, bytes] : fx.notifications) {
+    auto it = conns.find(id);
+    if (it == conns.end()) continue;
+    it->second.out += bytes;
+    if (id != self) flush(it->second);
+  }
+}
+
+void ServerCore::update_counters() {
+  num_keys.store(state.num_keys(), std::memory_order_relaxed);
+  num_parked.store(state.num_parked(), std::memory_order_relaxed);
+}
+
+void ServerCore::clear_now(std::string_view keep_prefix) {
+  for (ConnId id : state.clear(keep_prefix)) {
+    auto it = conns.find(id);
+    if (it != conns.end()) close(it->second, {});
+  }
+  update_counters();
+}
+
+}  // namespace xlaunch::rendezvous
