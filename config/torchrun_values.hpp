@@ -1,6 +1,6 @@
 // torchrun's value syntaxes, parsed without side effects: --nnodes MIN:MAX,
 // --nproc_per_node auto|gpu|cpu|N, --rdzv_endpoint host[:port], --rdzv_conf k=v,... and
-// --signals_to_handle. The schema (schema.cpp) uses these for flags, PET_*/XLAUNCH_*
+// --signals_to_handle. The schema (schema_keys.cpp) uses these for flags, PET_*/XLAUNCH_*
 // variables and config files alike.
 #pragma once
 

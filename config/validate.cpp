@@ -76,94 +76,113 @@ void throw_if_problems(std::string_view title, const std::vector<std::string>& p
   throw UsageError(message, std::string(hint));
 }
 
-LoadedConfig validate_document(const YAML::Node& root, const std::string& origin) {
-  LoadedConfig out;
-  if (!root.IsDefined() || root.IsNull()) return out;
-  std::vector<std::string> problems;
-  if (!root.IsMap()) {
-    problems.push_back(fmt::format("{}: the file must map keys to values (key: value per line)",
-                                   where(origin, root.Mark())));
-    throw_if_problems("invalid config file " + origin, problems, "see docs/config.md");
-  }
+namespace {
 
+/// What one pass over a document's keys collects.
+struct Reading {
+  const YAML::Node& root;
+  const std::string& origin;
+  LoadedConfig& out;
+  std::vector<std::string> problems;
   std::map<std::string, YAML::Mark> seen;
   std::map<std::string, YAML::Mark> value_marks;
   std::optional<bool> legacy_fp16;
-  for (const auto& entry : root) {
-    const YAML::Node& key_node = entry.first;
-    const YAML::Node& value = entry.second;
-    if (!key_node.IsScalar()) {
-      problems.push_back(fmt::format("{}: keys must be plain names, not '{}'",
+};
+
+void read_schema_key(Reading& r, const KeySpec& spec, const std::string& key,
+                     const YAML::Node& value, const YAML::Mark& value_mark) {
+  if (value.IsNull()) return;  // accelerate writes `main_process_ip: null` for "unset"
+  std::optional<std::string> text;
+  if (value.IsScalar()) {
+    text = value.Scalar();
+  } else if (key == "gpu_ids" && value.IsSequence()) {
+    text = joined_scalars(value);
+  }
+  if (text && text->empty()) return;
+  std::string notice;
+  if (!text || !spec.parse(*text, r.out.settings, notice)) {
+    r.problems.push_back(fmt::format("{}: key '{}': bad value '{}' (allowed: {})",
+                                     where(r.origin, value_mark), key, shown(value), spec.allowed));
+    return;
+  }
+  r.value_marks[key] = value_mark;
+  if (!notice.empty()) r.out.notices.push_back(where(r.origin, value_mark) + ": " + notice);
+}
+
+void read_entry(Reading& r, const YAML::Node& key_node, const YAML::Node& value) {
+  const std::string& origin = r.origin;
+  if (!key_node.IsScalar()) {
+    r.problems.push_back(fmt::format("{}: keys must be plain names, not '{}'",
                                      where(origin, key_node.Mark()), shown(key_node)));
-      continue;
-    }
-    const std::string key = key_node.Scalar();
-    const YAML::Mark value_mark = value.Mark().is_null() ? key_node.Mark() : value.Mark();
-    if (auto [it, fresh] = seen.emplace(key, key_node.Mark()); !fresh) {
-      out.notices.push_back(
-          fmt::format("{}: key '{}' appears again (first at line {}); the last "
-                      "one wins",
-                      where(origin, key_node.Mark()), key, it->second.line + 1));
-    }
+    return;
+  }
+  const std::string key = key_node.Scalar();
+  const YAML::Mark value_mark = value.Mark().is_null() ? key_node.Mark() : value.Mark();
+  if (auto [it, fresh] = r.seen.emplace(key, key_node.Mark()); !fresh) {
+    r.out.notices.push_back(
+        fmt::format("{}: key '{}' appears again (first at line {}); the last "
+                    "one wins",
+                    where(origin, key_node.Mark()), key, it->second.line + 1));
+  }
 
-    if (const KeySpec* spec = find_key(key)) {
-      if (value.IsNull()) continue;  // accelerate writes `main_process_ip: null` for "unset"
-      std::optional<std::string> text;
-      if (value.IsScalar()) {
-        text = value.Scalar();
-      } else if (key == "gpu_ids" && value.IsSequence()) {
-        text = joined_scalars(value);
-      }
-      if (text && text->empty()) continue;
-      std::string notice;
-      if (!text || !spec->parse(*text, out.settings, notice)) {
-        problems.push_back(fmt::format("{}: key '{}': bad value '{}' (allowed: {})",
-                                       where(origin, value_mark), key, shown(value),
-                                       spec->allowed));
-        continue;
-      }
-      value_marks[key] = value_mark;
-      if (!notice.empty()) out.notices.push_back(where(origin, value_mark) + ": " + notice);
-    } else if (is_accelerate_config_key(key)) {
-      read_accelerate_key(key, value, root, origin, out.settings.accelerate, problems, out.notices);
-    } else if (const IgnoredKey* ignored = find_ignored_key(key)) {
-      if (key == "fp16") legacy_fp16 = value.IsScalar() && parse_boolean(value.Scalar()) == true;
-      if (key != "fp16" && !inert(value, ignored->inert_value)) {
-        out.notices.push_back(fmt::format("{}: ignoring {} ({})", where(origin, key_node.Mark()),
+  if (const KeySpec* spec = find_key(key)) {
+    read_schema_key(r, *spec, key, value, value_mark);
+  } else if (is_accelerate_config_key(key)) {
+    read_accelerate_key(key, value, r.root, origin, r.out.settings.accelerate, r.problems,
+                        r.out.notices);
+  } else if (const IgnoredKey* ignored = find_ignored_key(key)) {
+    if (key == "fp16") r.legacy_fp16 = value.IsScalar() && parse_boolean(value.Scalar()) == true;
+    if (key != "fp16" && !inert(value, ignored->inert_value)) {
+      r.out.notices.push_back(fmt::format("{}: ignoring {} ({})", where(origin, key_node.Mark()),
                                           key, ignored->reason));
-      }
-    } else if (auto suggestion = suggest_key(key)) {
-      // accelerate refuses unknown keys too: a typo must not silently drop a setting.
-      problems.push_back(fmt::format("{}: unknown key '{}' (did you mean '{}'?)",
-                                     where(origin, key_node.Mark()), key, *suggestion));
-    } else {
-      problems.push_back(fmt::format("{}: unknown key '{}'", where(origin, key_node.Mark()), key));
     }
+  } else if (auto suggestion = suggest_key(key)) {
+    // accelerate refuses unknown keys too: a typo must not silently drop a setting.
+    r.problems.push_back(fmt::format("{}: unknown key '{}' (did you mean '{}'?)",
+                                     where(origin, key_node.Mark()), key, *suggestion));
+  } else {
+    r.problems.push_back(fmt::format("{}: unknown key '{}'", where(origin, key_node.Mark()), key));
   }
+}
 
-  // accelerate's old files say `fp16: true` instead of mixed_precision; it converts them too.
-  if (legacy_fp16 == true && !out.settings.mixed_precision) {
-    out.settings.mixed_precision = MixedPrecision::Fp16;
-    out.notices.push_back(where(origin, seen["fp16"]) +
-                          ": reading accelerate's old 'fp16: true' as 'mixed_precision: fp16'");
-  }
-
-  // Checks across keys, reported at the key that has to change.
-  const Settings& s = out.settings;
+// Checks across keys, reported at the key that has to change.
+void check_across_keys(Reading& r) {
+  const Settings& s = r.out.settings;
   if (s.machine_rank && s.num_machines && *s.machine_rank >= *s.num_machines) {
-    problems.push_back(fmt::format(
+    r.problems.push_back(fmt::format(
         "{}: key 'machine_rank': bad value '{}' (allowed: 0..{}, below num_machines {})",
-        where(origin, value_marks["machine_rank"]), *s.machine_rank, *s.num_machines - 1,
+        where(r.origin, r.value_marks["machine_rank"]), *s.machine_rank, *s.num_machines - 1,
         *s.num_machines));
   }
   if (s.num_processes && s.num_machines && *s.num_processes % *s.num_machines != 0) {
-    problems.push_back(fmt::format(
+    r.problems.push_back(fmt::format(
         "{}: key 'num_processes': bad value '{}' (allowed: a multiple of num_machines {}, "
         "since every machine runs the same number of processes)",
-        where(origin, value_marks["num_processes"]), *s.num_processes, *s.num_machines));
+        where(r.origin, r.value_marks["num_processes"]), *s.num_processes, *s.num_machines));
   }
+}
 
-  throw_if_problems("invalid config file " + origin, problems,
+}  // namespace
+
+LoadedConfig validate_document(const YAML::Node& root, const std::string& origin) {
+  LoadedConfig out;
+  if (!root.IsDefined() || root.IsNull()) return out;
+  Reading r{root, origin, out, {}, {}, {}, std::nullopt};
+  if (!root.IsMap()) {
+    r.problems.push_back(fmt::format("{}: the file must map keys to values (key: value per line)",
+                                     where(origin, root.Mark())));
+    throw_if_problems("invalid config file " + origin, r.problems, "see docs/config.md");
+  }
+  for (const auto& entry : root) read_entry(r, entry.first, entry.second);
+
+  // accelerate's old files say `fp16: true` instead of mixed_precision; it converts them too.
+  if (r.legacy_fp16 == true && !out.settings.mixed_precision) {
+    out.settings.mixed_precision = MixedPrecision::Fp16;
+    out.notices.push_back(where(origin, r.seen["fp16"]) +
+                          ": reading accelerate's old 'fp16: true' as 'mixed_precision: fp16'");
+  }
+  check_across_keys(r);
+  throw_if_problems("invalid config file " + origin, r.problems,
                     "every key and its allowed values are listed in docs/config.md");
   return out;
 }

@@ -49,10 +49,7 @@ std::size_t id_count(const std::string& ids) {
   return static_cast<std::size_t>(std::count(ids.begin(), ids.end(), ',')) + 1;
 }
 
-}  // namespace
-
-Settings run_wizard(Terminal& term, const MachineFacts& machine, const Settings& start) {
-  Settings s = start;
+void describe_machine(Terminal& term, const MachineFacts& machine) {
   const int gpus = machine.gpu_count;
   if (gpus > 0) {
     std::string names;
@@ -62,12 +59,17 @@ Settings run_wizard(Terminal& term, const MachineFacts& machine, const Settings&
   } else {
     term.write("This machine has no GPU that xlaunch can see.\n");
   }
+}
 
-  const bool several = ask_choice(term, "Where will the job run?",
-                                  {{"single", "this machine only", {"this", "one", "local"}},
-                                   {"multi", "several machines", {"several", "many"}}},
-                                  start.num_machines.value_or(1) > 1 ? 1 : 0) == 1;
+bool ask_several_machines(Terminal& term, const Settings& start) {
+  return ask_choice(term, "Where will the job run?",
+                    {{"single", "this machine only", {"this", "one", "local"}},
+                     {"multi", "several machines", {"several", "many"}}},
+                    start.num_machines.value_or(1) > 1 ? 1 : 0) == 1;
+}
 
+DistributedType ask_distributed_type(Terminal& term, const Settings& start, int gpus,
+                                     bool several) {
   std::size_t default_type = 0;
   if (start.distributed_type) {
     default_type = type_index(*start.distributed_type);
@@ -76,7 +78,7 @@ Settings run_wizard(Terminal& term, const MachineFacts& machine, const Settings&
   } else if (gpus == 0 && several) {
     default_type = 3;
   }
-  const DistributedType type = *parse_distributed_type(
+  return *parse_distributed_type(
       std::array<const char*, 4>{"NO", "MULTI_GPU", "DP", "MULTI_CPU"}[ask_choice(
           term, "Distributed type:",
           {{"NO", "one process, no distribution", {"none"}},
@@ -84,35 +86,120 @@ Settings run_wizard(Terminal& term, const MachineFacts& machine, const Settings&
            {"DP", "one process per machine using all its GPUs (DataParallel)", {}},
            {"MULTI_CPU", "several processes on CPUs", {"CPU"}}},
           default_type)]);
+}
+
+/// Several machines: how many, this one's rank, the main machine's address and port.
+/// Returns the number of machines.
+int ask_machines(Terminal& term, const Settings& start, Settings& s) {
+  const int machines =
+      ask_integer(term, "How many machines?", std::max(2, start.num_machines.value_or(2)), 2,
+                  1 << 16, "a whole number of machines, 2 or more");
+  const int rank_default =
+      start.machine_rank.value_or(0) < machines ? start.machine_rank.value_or(0) : 0;
+  s.machine_rank = ask_integer(term, "This machine's rank (0 is the main machine)?", rank_default,
+                               0, machines - 1, fmt::format("a rank from 0 to {}", machines - 1));
+  const KeySpec& ip_key = *find_key("main_process_ip");
+  s.main_process_ip =
+      ask_text(term, "IP address or host name of the main machine (rank 0)?",
+               start.main_process_ip.value_or(""), [&](std::string_view answer) -> std::string {
+                 Settings probe;
+                 std::string notice;
+                 if (answer.empty()) return "every machine needs the main machine's address";
+                 if (!ip_key.parse(answer, probe, notice)) {
+                   return fmt::format("'{}' is not {}", answer, ip_key.allowed);
+                 }
+                 return "";
+               });
+  const int port_default =
+      start.main_process_port.value_or(0) > 0 ? *start.main_process_port : kDefaultPort;
+  s.main_process_port = ask_integer(term, "Port on the main machine?", port_default, 1, 65535,
+                                    "a port number from 1 to 65535");
+  if (!s.rdzv_backend) s.rdzv_backend = "static";
+  if (!s.same_network) s.same_network = true;
+  return machines;
+}
+
+/// DDP and MULTI_CPU: processes in total. Returns the processes per machine.
+int ask_processes(Terminal& term, const Settings& start, Settings& s, DistributedType type,
+                  int gpus, int machines) {
+  const int suggested_per_machine = type == DistributedType::MultiGpu ? std::max(1, gpus) : 2;
+  int default_total = suggested_per_machine * machines;
+  if (start.num_processes && start.distributed_type == type &&
+      *start.num_processes % machines == 0) {
+    default_total = *start.num_processes;
+  }
+  const std::string answer = ask_text(
+      term, "How many processes in total (all machines together)?", std::to_string(default_total),
+      [&](std::string_view text) -> std::string {
+        const auto value = parse_integer(text);
+        if (!value || *value < 1 || *value > (1 << 20)) {
+          return fmt::format("'{}' is not a whole number of processes, 1 or more", text);
+        }
+        if (*value % machines != 0) {
+          return fmt::format("{} processes do not split evenly over {} machines", *value, machines);
+        }
+        if (type == DistributedType::MultiGpu && gpus > 0 && *value / machines > gpus) {
+          return fmt::format("DDP runs one process per GPU and this machine has {} GPU{}", gpus,
+                             gpus == 1 ? "" : "s");
+        }
+        return "";
+      });
+  s.num_processes = static_cast<int>(*parse_integer(answer));
+  return *s.num_processes / machines;
+}
+
+/// Why `text` is not an answer to "which GPUs" (empty when it is one).
+std::string gpu_ids_problem(std::string_view text, int gpus, DistributedType type,
+                            int per_machine) {
+  const auto ids = normalize_gpu_ids(text);
+  if (!ids) return fmt::format("'{}' is not 'all' or a list like 0,1", text);
+  if (*ids == "all") return "";
+  if (gpus > 0) {
+    for (std::size_t start_at = 0; start_at <= ids->size();) {
+      const std::size_t comma = std::min(ids->find(',', start_at), ids->size());
+      if (*parse_integer(std::string_view(*ids).substr(start_at, comma - start_at)) >= gpus) {
+        return fmt::format("this machine's GPU ids are 0 to {}", gpus - 1);
+      }
+      start_at = comma + 1;
+    }
+  }
+  if (type == DistributedType::MultiGpu &&
+      id_count(*ids) != static_cast<std::size_t>(per_machine)) {
+    return fmt::format(
+        "DDP runs one process per GPU: {} process{} per machine need{} {} "
+        "GPU id{}, or all",
+        per_machine, per_machine == 1 ? "" : "es", per_machine == 1 ? "s" : "", per_machine,
+        per_machine == 1 ? "" : "s");
+  }
+  return "";
+}
+
+MixedPrecision ask_mixed_precision(Terminal& term, const Settings& start) {
+  const std::size_t precision =
+      ask_choice(term, "Mixed precision:",
+                 {{"no", "full precision (fp32)", {"fp32"}},
+                  {"fp16", "16-bit floats", {}},
+                  {"bf16", "bfloat16 (GPUs of compute capability 8.0 or newer)", {}},
+                  {"fp8", "8-bit floats (Hopper or newer, with Transformer Engine or MS-AMP)", {}}},
+                 static_cast<std::size_t>(start.mixed_precision.value_or(MixedPrecision::No)));
+  return std::array<MixedPrecision, 4>{MixedPrecision::No, MixedPrecision::Fp16,
+                                       MixedPrecision::Bf16, MixedPrecision::Fp8}[precision];
+}
+
+}  // namespace
+
+Settings run_wizard(Terminal& term, const MachineFacts& machine, const Settings& start) {
+  Settings s = start;
+  const int gpus = machine.gpu_count;
+  describe_machine(term, machine);
+  const bool several = ask_several_machines(term, start);
+  const DistributedType type = ask_distributed_type(term, start, gpus, several);
   s.distributed_type = type;
   s.compute_environment = "LOCAL_MACHINE";
 
   int machines = 1;
   if (several) {
-    machines = ask_integer(term, "How many machines?", std::max(2, start.num_machines.value_or(2)),
-                           2, 1 << 16, "a whole number of machines, 2 or more");
-    const int rank_default =
-        start.machine_rank.value_or(0) < machines ? start.machine_rank.value_or(0) : 0;
-    s.machine_rank = ask_integer(term, "This machine's rank (0 is the main machine)?", rank_default,
-                                 0, machines - 1, fmt::format("a rank from 0 to {}", machines - 1));
-    const KeySpec& ip_key = *find_key("main_process_ip");
-    s.main_process_ip =
-        ask_text(term, "IP address or host name of the main machine (rank 0)?",
-                 start.main_process_ip.value_or(""), [&](std::string_view answer) -> std::string {
-                   Settings probe;
-                   std::string notice;
-                   if (answer.empty()) return "every machine needs the main machine's address";
-                   if (!ip_key.parse(answer, probe, notice)) {
-                     return fmt::format("'{}' is not {}", answer, ip_key.allowed);
-                   }
-                   return "";
-                 });
-    const int port_default =
-        start.main_process_port.value_or(0) > 0 ? *start.main_process_port : kDefaultPort;
-    s.main_process_port = ask_integer(term, "Port on the main machine?", port_default, 1, 65535,
-                                      "a port number from 1 to 65535");
-    if (!s.rdzv_backend) s.rdzv_backend = "static";
-    if (!s.same_network) s.same_network = true;
+    machines = ask_machines(term, start, s);
   } else {
     s.machine_rank = 0;
     s.main_process_ip.reset();
@@ -122,31 +209,7 @@ Settings run_wizard(Terminal& term, const MachineFacts& machine, const Settings&
 
   int per_machine = 1;
   if (type == DistributedType::MultiGpu || type == DistributedType::MultiCpu) {
-    const int suggested_per_machine = type == DistributedType::MultiGpu ? std::max(1, gpus) : 2;
-    int default_total = suggested_per_machine * machines;
-    if (start.num_processes && start.distributed_type == type &&
-        *start.num_processes % machines == 0) {
-      default_total = *start.num_processes;
-    }
-    const std::string answer = ask_text(
-        term, "How many processes in total (all machines together)?", std::to_string(default_total),
-        [&](std::string_view text) -> std::string {
-          const auto value = parse_integer(text);
-          if (!value || *value < 1 || *value > (1 << 20)) {
-            return fmt::format("'{}' is not a whole number of processes, 1 or more", text);
-          }
-          if (*value % machines != 0) {
-            return fmt::format("{} processes do not split evenly over {} machines", *value,
-                               machines);
-          }
-          if (type == DistributedType::MultiGpu && gpus > 0 && *value / machines > gpus) {
-            return fmt::format("DDP runs one process per GPU and this machine has {} GPU{}", gpus,
-                               gpus == 1 ? "" : "s");
-          }
-          return "";
-        });
-    s.num_processes = static_cast<int>(*parse_integer(answer));
-    per_machine = *s.num_processes / machines;
+    per_machine = ask_processes(term, start, s, type, gpus, machines);
   } else {
     s.num_processes = machines;  // NO and DP: one process per machine
   }
@@ -157,48 +220,13 @@ Settings run_wizard(Terminal& term, const MachineFacts& machine, const Settings&
   if (cpu_only) {
     s.gpu_ids.reset();
   } else {
-    std::string default_ids = "all";
-    if (start.gpu_ids) default_ids = *start.gpu_ids;
     s.gpu_ids = ask_text(
-        term, "Which GPUs (comma-separated ids, or all)?", default_ids,
-        [&](std::string_view text) -> std::string {
-          const auto ids = normalize_gpu_ids(text);
-          if (!ids) return fmt::format("'{}' is not 'all' or a list like 0,1", text);
-          if (*ids == "all") return "";
-          if (gpus > 0) {
-            for (std::size_t start_at = 0; start_at <= ids->size();) {
-              const std::size_t comma = std::min(ids->find(',', start_at), ids->size());
-              if (*parse_integer(std::string_view(*ids).substr(start_at, comma - start_at)) >=
-                  gpus) {
-                return fmt::format("this machine's GPU ids are 0 to {}", gpus - 1);
-              }
-              start_at = comma + 1;
-            }
-          }
-          if (type == DistributedType::MultiGpu &&
-              id_count(*ids) != static_cast<std::size_t>(per_machine)) {
-            return fmt::format(
-                "DDP runs one process per GPU: {} process{} per machine need{} {} "
-                "GPU id{}, or all",
-                per_machine, per_machine == 1 ? "" : "es", per_machine == 1 ? "s" : "", per_machine,
-                per_machine == 1 ? "" : "s");
-          }
-          return "";
-        });
+        term, "Which GPUs (comma-separated ids, or all)?", start.gpu_ids.value_or("all"),
+        [&](std::string_view text) { return gpu_ids_problem(text, gpus, type, per_machine); });
     s.gpu_ids = *normalize_gpu_ids(*s.gpu_ids);
   }
 
-  const std::size_t precision =
-      ask_choice(term, "Mixed precision:",
-                 {{"no", "full precision (fp32)", {"fp32"}},
-                  {"fp16", "16-bit floats", {}},
-                  {"bf16", "bfloat16 (GPUs of compute capability 8.0 or newer)", {}},
-                  {"fp8", "8-bit floats (Hopper or newer, with Transformer Engine or MS-AMP)", {}}},
-                 static_cast<std::size_t>(start.mixed_precision.value_or(MixedPrecision::No)));
-  s.mixed_precision =
-      std::array<MixedPrecision, 4>{MixedPrecision::No, MixedPrecision::Fp16, MixedPrecision::Bf16,
-                                    MixedPrecision::Fp8}[precision];
-
+  s.mixed_precision = ask_mixed_precision(term, start);
   const std::string logs = ask_text(term, "Where should logs go (a directory, or none)?",
                                     start.log_dir.value_or("none"), nullptr);
   if (logs == "none") {

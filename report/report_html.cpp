@@ -229,41 +229,40 @@ std::string html_escape(std::string_view text) {
   return out;
 }
 
-std::string render_report_html(const RunPicture& p) {
-  const Scale sc = time_scale(p);
+namespace {
+
+// The timeline's rows: one lane per rank, then one per GPU, under the time axis.
+struct Lanes {
   std::set<int> ranks;
-  for (const RankSpan& s : p.spans) ranks.insert(s.rank);
-  for (const ActivityPoint& a : p.activity) ranks.insert(a.rank);
   std::vector<unsigned> gpus;
+  double ranks_top = kAxisHeight;
+  double ranks_bottom = 0;
+  double gpus_top = 0;
+  double height = 0;
+};
+
+Lanes lanes_of(const RunPicture& p) {
+  Lanes l;
+  for (const RankSpan& s : p.spans) l.ranks.insert(s.rank);
+  for (const ActivityPoint& a : p.activity) l.ranks.insert(a.rank);
   for (const auto& g : p.gpu) {
-    if (std::find(gpus.begin(), gpus.end(), g.gpu) == gpus.end()) gpus.push_back(g.gpu);
+    if (std::find(l.gpus.begin(), l.gpus.end(), g.gpu) == l.gpus.end()) l.gpus.push_back(g.gpu);
   }
-  std::sort(gpus.begin(), gpus.end());
-  const launcher::GpuUse use = launcher::summarize_gpu_use(p.gpu, gpus, {});
-  unsigned max_lines = 1;
-  for (const ActivityPoint& a : p.activity) max_lines = std::max(max_lines, a.lines);
+  std::sort(l.gpus.begin(), l.gpus.end());
+  l.ranks_bottom = l.ranks_top + static_cast<double>(l.ranks.size()) * kRankLane;
+  l.gpus_top = l.ranks_bottom + (l.gpus.empty() ? 0 : kGap);
+  l.height = l.gpus_top + static_cast<double>(l.gpus.size()) * kGpuLane + 24;
+  return l;
+}
 
-  const double ranks_top = kAxisHeight;
-  const double ranks_bottom = ranks_top + static_cast<double>(ranks.size()) * kRankLane;
-  const double gpus_top = ranks_bottom + (gpus.empty() ? 0 : kGap);
-  const double height = gpus_top + static_cast<double>(gpus.size()) * kGpuLane + 24;
-
-  std::string svg = fmt::format(
-      "<svg width=\"{0}\" height=\"{1:.0f}\" viewBox=\"0 0 {0} {1:.0f}\" role=\"img\" "
-      "aria-label=\"timeline of run {2}\">\n",
-      kLabelWidth + kPlotWidth + 110, height, html_escape(p.run_id));
-  svg += axis(sc, height - 20);
-  double y = ranks_top;
-  for (int rank : ranks) {
-    svg += rank_lane(p, sc, rank, y, max_lines);
-    y += kRankLane;
-  }
-  // Restarts: where each later attempt's first worker started.
+// Restarts: where each later attempt's first worker started.
+std::string restart_marks(const RunPicture& p, const Scale& sc, const Lanes& l) {
   std::map<int, std::int64_t> attempt_start;
   for (const RankSpan& s : p.spans) {
     auto [it, fresh] = attempt_start.emplace(s.attempt, s.start_ms);
     if (!fresh) it->second = std::min(it->second, s.start_ms);
   }
+  std::string svg;
   for (const auto& [attempt, start] : attempt_start) {
     if (attempt == 0) continue;
     const double x = sc.x(start);
@@ -271,8 +270,13 @@ std::string render_report_html(const RunPicture& p) {
         "<g class=\"restart-mark\"><line class=\"restart\" x1=\"{0:.1f}\" y1=\"{1}\" "
         "x2=\"{0:.1f}\" y2=\"{2:.1f}\"/><text x=\"{3:.1f}\" y=\"{4}\" font-size=\"11\">restart "
         "{5}</text></g>\n",
-        x, ranks_top - 2, ranks_bottom + 2, x + 3, ranks_top + 10, attempt);
+        x, l.ranks_top - 2, l.ranks_bottom + 2, x + 3, l.ranks_top + 10, attempt);
   }
+  return svg;
+}
+
+std::string stall_windows(const RunPicture& p, const Scale& sc, const Lanes& l) {
+  std::string svg;
   for (const StallWindow& w : p.stalls) {
     const double x0 = sc.x(w.start_ms);
     const double x1 = std::max(x0 + 2, sc.x(w.end_ms));
@@ -280,15 +284,52 @@ std::string render_report_html(const RunPicture& p) {
         "<g class=\"stall-window\"><rect class=\"stall\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" "
         "height=\"{:.1f}\"><title>{}</title></rect><text x=\"{:.1f}\" y=\"{:.1f}\" "
         "font-size=\"11\">stall</text></g>\n",
-        x0, ranks_top, x1 - x0, ranks_bottom - ranks_top, html_escape(w.note), x0 + 3,
-        ranks_bottom - 4);
+        x0, l.ranks_top, x1 - x0, l.ranks_bottom - l.ranks_top, html_escape(w.note), x0 + 3,
+        l.ranks_bottom - 4);
   }
-  y = gpus_top;
+  return svg;
+}
+
+std::string timeline_svg(const RunPicture& p, const Scale& sc, const Lanes& l,
+                         const launcher::GpuUse& use) {
+  unsigned max_lines = 1;
+  for (const ActivityPoint& a : p.activity) max_lines = std::max(max_lines, a.lines);
+  std::string svg = fmt::format(
+      "<svg width=\"{0}\" height=\"{1:.0f}\" viewBox=\"0 0 {0} {1:.0f}\" role=\"img\" "
+      "aria-label=\"timeline of run {2}\">\n",
+      kLabelWidth + kPlotWidth + 110, l.height, html_escape(p.run_id));
+  svg += axis(sc, l.height - 20);
+  double y = l.ranks_top;
+  for (int rank : l.ranks) {
+    svg += rank_lane(p, sc, rank, y, max_lines);
+    y += kRankLane;
+  }
+  svg += restart_marks(p, sc, l);
+  svg += stall_windows(p, sc, l);
+  y = l.gpus_top;
   for (const launcher::GpuStats& stats : use.gpus) {
     svg += gpu_lane(p.gpu, stats, sc, y);
     y += kGpuLane;
   }
-  svg += "</svg>\n";
+  return svg + "</svg>\n";
+}
+
+constexpr std::string_view kLegend =
+    "<p class=\"legend\"><span><i class=\"sw\" style=\"background:#cde8cd\"></i>exited 0</span>"
+    "<span><i class=\"sw\" style=\"background:#f6c0c0\"></i>failed</span>"
+    "<span><i class=\"sw\" style=\"background:#e4e4e4\"></i>stopped by xlaunch</span>"
+    "<span><i class=\"sw\" style=\"background:#fff;border:2px solid #c00\"></i>root "
+    "cause</span><span><i class=\"sw\" style=\"background:#2c6fbb\"></i>output lines per "
+    "second</span><span><i class=\"sw\" style=\"background:#fbe3bd\"></i>stall</span>"
+    "<span><i class=\"sw\" style=\"background:#b5d3a7\"></i>GPU utilization</span>"
+    "<span><i class=\"sw\" style=\"background:#8e44ad\"></i>GPU memory used</span></p>\n";
+
+}  // namespace
+
+std::string render_report_html(const RunPicture& p) {
+  const Scale sc = time_scale(p);
+  const Lanes lanes = lanes_of(p);
+  const launcher::GpuUse use = launcher::summarize_gpu_use(p.gpu, lanes.gpus, {});
 
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   html += fmt::format("<title>xlaunch run {}</title><style>{}</style></head><body>\n",
@@ -297,7 +338,7 @@ std::string render_report_html(const RunPicture& p) {
   html += fmt::format(
       "<p class=\"meta\">host {} &middot; world size {} &middot; {} rank lane(s), {} GPU "
       "lane(s) &middot; {} &middot; exit code {}{}</p>\n",
-      html_escape(p.host), p.world_size, ranks.size(), gpus.size(),
+      html_escape(p.host), p.world_size, lanes.ranks.size(), lanes.gpus.size(),
       tick_label(sc.t1 - sc.t0) + " shown", p.exit_code,
       p.interrupted_by ? " (interrupted by " + html_escape(*p.interrupted_by) + ")" : "");
   if (p.root_cause) {
@@ -306,16 +347,8 @@ std::string render_report_html(const RunPicture& p) {
   for (const std::string& w : use.warnings) {
     html += fmt::format("<p class=\"warn\">warning: {}</p>\n", html_escape(w));
   }
-  html += svg;
-  html +=
-      "<p class=\"legend\"><span><i class=\"sw\" style=\"background:#cde8cd\"></i>exited 0</span>"
-      "<span><i class=\"sw\" style=\"background:#f6c0c0\"></i>failed</span>"
-      "<span><i class=\"sw\" style=\"background:#e4e4e4\"></i>stopped by xlaunch</span>"
-      "<span><i class=\"sw\" style=\"background:#fff;border:2px solid #c00\"></i>root "
-      "cause</span><span><i class=\"sw\" style=\"background:#2c6fbb\"></i>output lines per "
-      "second</span><span><i class=\"sw\" style=\"background:#fbe3bd\"></i>stall</span>"
-      "<span><i class=\"sw\" style=\"background:#b5d3a7\"></i>GPU utilization</span>"
-      "<span><i class=\"sw\" style=\"background:#8e44ad\"></i>GPU memory used</span></p>\n";
+  html += timeline_svg(p, sc, lanes, use);
+  html += kLegend;
   html += "</body></html>\n";
   return html;
 }

@@ -1,0 +1,16 @@
+// The step that hosts the workers' store (rendezvous/store_server.hpp): machine 0 binds and
+// serves it; with etcd every launcher binds one before the join and rank 0's serves it.
+#pragma once
+
+#include "job/job_state.hpp"
+
+namespace xlaunch::job {
+
+/// Binds (and on machine 0 starts) the store; sets the plan's store port. Throws
+/// LaunchError (exit 1) when the address cannot be bound.
+void host_store(Job& job);
+
+/// Starts serving the workers' store on `socket`, on a thread of its own.
+void serve_store(Job& job, rendezvous::ListeningSocket socket);
+
+}  // namespace xlaunch::job
