@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <map>
 
-#include "launcher/text.hpp"
+#include "config/text.hpp"
 
 namespace xlaunch::cluster {
 
-using launcher::parse_int;
-using launcher::split;
+using config::parse_int;
+using config::split;
 
 namespace {
 

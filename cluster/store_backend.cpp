@@ -12,13 +12,13 @@
 #include <thread>
 
 #include "cluster/membership.hpp"
+#include "config/text.hpp"
 #include "launcher/console.hpp"
-#include "launcher/text.hpp"
 #include "rendezvous/store_client.hpp"
 
 namespace xlaunch::cluster {
 
-using launcher::parse_int;
+using config::parse_int;
 using launcher::say;
 
 using namespace std::chrono_literals;

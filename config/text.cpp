@@ -1,6 +1,7 @@
 #include "config/text.hpp"
 
 #include <cctype>
+#include <charconv>
 
 namespace xlaunch::config {
 
@@ -12,6 +13,27 @@ std::string_view trim(std::string_view text) {
     text.remove_suffix(1);
   }
   return text;
+}
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> pieces;
+  std::size_t start = 0;
+  while (true) {
+    auto pos = text.find(sep, start);
+    if (pos == std::string_view::npos) {
+      pieces.push_back(text.substr(start));
+      return pieces;
+    }
+    pieces.push_back(text.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+bool parse_int(std::string_view text, int& out) {
+  text = trim(text);
+  if (text.empty()) return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc{} && ptr == text.data() + text.size();
 }
 
 std::string lower(std::string_view text) {

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <charconv>
 
+#include "config/text.hpp"
 #include "config/usage_error.hpp"
 #include "config/validate.hpp"
-#include "launcher/text.hpp"
 
 namespace xlaunch::launcher {
 namespace {
@@ -26,9 +26,9 @@ bool is_valid_entry(std::string_view entry) {
 /// The entries CUDA reads: up to the first invalid one.
 std::vector<std::string> valid_prefix(std::string_view value) {
   std::vector<std::string> kept;
-  if (trim(value).empty()) return kept;
-  for (std::string_view entry : split(value, ',')) {
-    entry = trim(entry);
+  if (config::trim(value).empty()) return kept;
+  for (std::string_view entry : config::split(value, ',')) {
+    entry = config::trim(entry);
     if (!is_valid_entry(entry)) break;  // CUDA ignores the rest of the list
     kept.emplace_back(entry);
   }
@@ -104,12 +104,12 @@ std::vector<std::string> visible_gpus(const std::optional<std::string>& cuda_vis
 
 std::vector<std::string> select_gpus(std::string_view gpu_ids,
                                      const std::vector<std::string>& visible) {
-  std::string_view spec = trim(gpu_ids);
+  std::string_view spec = config::trim(gpu_ids);
   if (spec == "all" || spec.empty()) return visible;
   std::vector<std::string> chosen;
   std::vector<int> seen;
-  for (std::string_view item : split(spec, ',')) {
-    item = trim(item);
+  for (std::string_view item : config::split(spec, ',')) {
+    item = config::trim(item);
     int index = -1;
     auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), index);
     if (ec != std::errc{} || ptr != item.data() + item.size() || index < 0) {

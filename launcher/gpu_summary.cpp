@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "launcher/text.hpp"
+#include "config/text.hpp"
 
 namespace xlaunch::launcher {
 namespace {
@@ -19,7 +19,7 @@ bool parse_number(std::string_view text, T& out) {
 }
 
 std::optional<SampledProcess> parse_process(std::string_view text) {
-  const std::vector<std::string_view> parts = split(text, ':');
+  const std::vector<std::string_view> parts = config::split(text, ':');
   SampledProcess p;
   if (parts.size() != 3 || !parse_number(parts[0], p.pid) || !parse_number(parts[1], p.rank) ||
       !parse_number(parts[2], p.bytes)) {
@@ -29,7 +29,7 @@ std::optional<SampledProcess> parse_process(std::string_view text) {
 }
 
 std::optional<GpuSample> parse_line(std::string_view line) {
-  const std::vector<std::string_view> fields = split(line, ',');
+  const std::vector<std::string_view> fields = config::split(line, ',');
   GpuSample s;
   if (fields.size() != 6 || !parse_number(fields[0], s.unix_ms) ||
       !parse_number(fields[1], s.gpu) || !parse_number(fields[2], s.utilization) ||
@@ -37,7 +37,7 @@ std::optional<GpuSample> parse_line(std::string_view line) {
     return std::nullopt;
   }
   if (!fields[5].empty()) {
-    for (std::string_view item : split(fields[5], ';')) {
+    for (std::string_view item : config::split(fields[5], ';')) {
       auto p = parse_process(item);
       if (!p) return std::nullopt;
       s.processes.push_back(*p);

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
+#include "config/text.hpp"
 #include "launcher/console.hpp"
 #include "launcher/gpu_summary.hpp"
-#include "launcher/text.hpp"
 
 namespace xlaunch::launcher {
 
@@ -46,7 +46,7 @@ void GpuWatch::finish(RunFiles& files) {
   const std::string report =
       format_gpu_use(summarize_gpu_use(parse_gpu_csv(*text), gpus_, gpu_of_rank_));
   say("{}", report);
-  for (std::string_view line : split(report, '\n')) {
+  for (std::string_view line : config::split(report, '\n')) {
     if (!line.empty()) files.log(line.substr(line.find(' ') + 1));  // without "xlaunch: "
   }
 }

@@ -8,11 +8,11 @@
 #include <thread>
 
 #include "config/schema.hpp"
+#include "config/text.hpp"
 #include "config/torchrun_values.hpp"
 #include "config/usage_error.hpp"
 #include "config/validate.hpp"
 #include "launcher/devices.hpp"
-#include "launcher/text.hpp"
 
 namespace xlaunch::launcher {
 
@@ -44,11 +44,11 @@ int local_process_count(const config::Settings& s, int num_machines, int default
 
 std::set<int> parse_rank_filter(const std::string& value, int local_world_size) {
   std::set<int> ranks;
-  for (std::string_view item : split(value, ',')) {
+  for (std::string_view item : config::split(value, ',')) {
     int rank = -1;
-    if (!parse_int(item, rank) || rank < 0 || rank >= local_world_size) {
+    if (!config::parse_int(item, rank) || rank < 0 || rank >= local_world_size) {
       throw UsageError(fmt::format("--local_ranks_filter: '{}' is not a local rank in 0..{}",
-                                   trim(item), local_world_size - 1),
+                                   config::trim(item), local_world_size - 1),
                        "give comma-separated local ranks, e.g. --local_ranks_filter 0");
     }
     ranks.insert(rank);
@@ -68,17 +68,17 @@ std::vector<int> parse_std_spec(const std::string& flag, const std::string& valu
   };
   std::vector<int> per_rank(local_world_size, 0);
   int all = 0;
-  if (parse_int(value, all)) {
+  if (config::parse_int(value, all)) {
     if (all < 0 || all > 3) throw bad();
     std::fill(per_rank.begin(), per_rank.end(), all);
     return per_rank;
   }
-  for (std::string_view item : split(value, ',')) {
+  for (std::string_view item : config::split(value, ',')) {
     auto colon = item.find(':');
     int rank = -1, streams = -1;
-    if (colon == std::string_view::npos || !parse_int(item.substr(0, colon), rank) ||
-        !parse_int(item.substr(colon + 1), streams) || rank < 0 || rank >= local_world_size ||
-        streams < 0 || streams > 3) {
+    if (colon == std::string_view::npos || !config::parse_int(item.substr(0, colon), rank) ||
+        !config::parse_int(item.substr(colon + 1), streams) || rank < 0 ||
+        rank >= local_world_size || streams < 0 || streams > 3) {
       throw bad();
     }
     per_rank[rank] = streams;
@@ -200,7 +200,7 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
   }
   plan.term_timeout = std::chrono::milliseconds(static_cast<long long>(term * 1000));
 
-  if (s.local_ranks_filter && !trim(*s.local_ranks_filter).empty()) {
+  if (s.local_ranks_filter && !config::trim(*s.local_ranks_filter).empty()) {
     plan.console_ranks = parse_rank_filter(*s.local_ranks_filter, plan.local_world_size);
   }
   plan.console_streams.assign(plan.local_world_size, ConsoleStreams{});
