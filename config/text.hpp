@@ -1,7 +1,8 @@
 // Small string helpers shared by every module (config/ is the lowest one): blanks, splitting,
-// whole-string integers and case.
+// whole-string integers, case, JSON string literals and timestamps.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,5 +18,12 @@ bool parse_int(std::string_view text, int& out);
 /// ASCII lower / upper case.
 std::string lower(std::string_view text);
 std::string upper(std::string_view text);
+
+/// A JSON string literal (quotes included), escaping control characters and invalid UTF-8
+/// bytes so that arbitrary worker output can be embedded.
+std::string json_quote(std::string_view text);
+
+/// ISO 8601 UTC with milliseconds, e.g. 2026-11-21T23:05:01.123Z.
+std::string iso_time(std::chrono::system_clock::time_point time);
 
 }  // namespace xlaunch::config

@@ -24,3 +24,17 @@ TEST_CASE("parse_int takes a whole base-10 int, blanks aside", "[text]") {
   CHECK_FALSE(parse_int("", n));
   CHECK_FALSE(parse_int("99999999999", n));  // overflow
 }
+
+TEST_CASE("JSON strings survive control characters and broken UTF-8", "[text]") {
+  CHECK(json_quote("a\"b\\c\n") == "\"a\\\"b\\\\c\\n\"");
+  CHECK(json_quote(std::string("\x01", 1)) == "\"\\u0001\"");
+  CHECK(json_quote("héllo") == "\"héllo\"");
+  CHECK(json_quote("\xff") == "\"\\ufffd\"");
+  CHECK(json_quote("\xc3") == "\"\\ufffd\"");  // truncated sequence at the end
+}
+
+TEST_CASE("iso_time: UTC with milliseconds", "[text]") {
+  const auto t =
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(1'700'000'000'123));
+  CHECK(iso_time(t) == "2023-11-14T22:13:20.123Z");
+}

@@ -4,7 +4,13 @@
 
 #include <ctime>
 
+#include "config/text.hpp"
+
 namespace xlaunch::launcher {
+
+using config::iso_time;
+using config::json_quote;
+
 namespace {
 
 std::string ago(Clock::time_point then, Clock::time_point now) {
