@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "config/schema.hpp"
-#include "config/text.hpp"
 #include "config/torchrun_values.hpp"
 #include "config/usage_error.hpp"
 #include "config/validate.hpp"
@@ -42,49 +41,7 @@ int local_process_count(const config::Settings& s, int num_machines, int default
   return total / num_machines;
 }
 
-std::set<int> parse_rank_filter(const std::string& value, int local_world_size) {
-  std::set<int> ranks;
-  for (std::string_view item : config::split(value, ',')) {
-    int rank = -1;
-    if (!config::parse_int(item, rank) || rank < 0 || rank >= local_world_size) {
-      throw UsageError(fmt::format("--local_ranks_filter: '{}' is not a local rank in 0..{}",
-                                   config::trim(item), local_world_size - 1),
-                       "give comma-separated local ranks, e.g. --local_ranks_filter 0");
-    }
-    ranks.insert(rank);
-  }
-  return ranks;
-}
-
 }  // namespace
-
-std::vector<int> parse_std_spec(const std::string& flag, const std::string& value,
-                                int local_world_size) {
-  auto bad = [&] {
-    return UsageError(fmt::format("{}: '{}' is not a valid value", flag, value),
-                      fmt::format("use 0 (none), 1 (stdout), 2 (stderr), 3 (both), or per local "
-                                  "rank like {} 0:3,1:2",
-                                  flag));
-  };
-  std::vector<int> per_rank(local_world_size, 0);
-  int all = 0;
-  if (config::parse_int(value, all)) {
-    if (all < 0 || all > 3) throw bad();
-    std::fill(per_rank.begin(), per_rank.end(), all);
-    return per_rank;
-  }
-  for (std::string_view item : config::split(value, ',')) {
-    auto colon = item.find(':');
-    int rank = -1, streams = -1;
-    if (colon == std::string_view::npos || !config::parse_int(item.substr(0, colon), rank) ||
-        !config::parse_int(item.substr(colon + 1), streams) || rank < 0 ||
-        rank >= local_world_size || streams < 0 || streams > 3) {
-      throw bad();
-    }
-    per_rank[rank] = streams;
-  }
-  return per_rank;
-}
 
 std::string make_run_id(std::chrono::system_clock::time_point now, std::uint32_t random) {
   auto seconds = std::chrono::floor<std::chrono::seconds>(now);
@@ -200,19 +157,9 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
   }
   plan.term_timeout = std::chrono::milliseconds(static_cast<long long>(term * 1000));
 
-  if (s.local_ranks_filter && !config::trim(*s.local_ranks_filter).empty()) {
-    plan.console_ranks = parse_rank_filter(*s.local_ranks_filter, plan.local_world_size);
-  }
-  plan.console_streams.assign(plan.local_world_size, ConsoleStreams{});
-  if (s.redirects) {
-    auto redirected = parse_std_spec("--redirects", *s.redirects, plan.local_world_size);
-    for (int r = 0; r < plan.local_world_size; ++r) {
-      plan.console_streams[r].stdout_shown = !(redirected[r] & 1);
-      plan.console_streams[r].stderr_shown = !(redirected[r] & 2);
-    }
-  }
-  if (s.tee)
-    parse_std_spec("--tee", *s.tee, plan.local_world_size);  // validated; tee is the default
+  config::ConsoleSelection console = config::console_selection(s, plan.local_world_size);
+  plan.console_ranks = std::move(console.ranks);
+  plan.console_streams = std::move(console.streams);
   if (s.role) plan.role = *s.role;
   plan.virtual_local_rank = s.virtual_local_rank.value_or(false);
 
