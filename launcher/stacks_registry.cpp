@@ -4,9 +4,10 @@
 
 namespace xlaunch::launcher {
 
-std::string registry_dir(const Environment& env, unsigned uid) {
-  if (auto runtime = lookup(env, "XDG_RUNTIME_DIR"); runtime && !runtime->empty()) {
-    return *runtime + "/xlaunch";
+std::string registry_dir(const std::map<std::string, std::string>& env, unsigned uid) {
+  if (auto runtime = env.find("XDG_RUNTIME_DIR");
+      runtime != env.end() && !runtime->second.empty()) {
+    return runtime->second + "/xlaunch";
   }
   return fmt::format("/tmp/xlaunch-{}", uid);
 }

@@ -5,16 +5,15 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "launcher/environment.hpp"
-
 namespace xlaunch::launcher {
 
-/// The folder (pure).
-std::string registry_dir(const Environment& env, unsigned uid);
+/// The folder (pure); `env` is a process environment (the launcher's Environment).
+std::string registry_dir(const std::map<std::string, std::string>& env, unsigned uid);
 
 /// A live launcher's entry.
 struct RunningLauncher {

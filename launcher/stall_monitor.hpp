@@ -5,16 +5,16 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "launcher/environment.hpp"
-#include "launcher/launch_plan.hpp"
-#include "launcher/run_files.hpp"
 #include "rendezvous/store_server.hpp"
 
 namespace xlaunch::launcher {
@@ -24,14 +24,32 @@ class StallMonitor {
   /// This machine's store clients, when this machine hosts the store.
   using StoreClients = std::function<std::vector<rendezvous::StoreServer::ClientInfo>()>;
 
-  StallMonitor(boost::asio::io_context& io, const LaunchPlan& plan, RunFiles& files,
+  /// What the launch asks of the monitor (the supervisor takes it from the plan).
+  struct Options {
+    std::string run_id;
+    std::chrono::milliseconds stall_timeout{0};  // 0: no stall detection
+    bool stop_on_stall = false;                  // --on_stall stop
+    bool python_stacks = true;                   // ship the faulthandler sitecustomize
+    std::string registry_dir;  // where `xlaunch stacks` finds launchers (registry_dir())
+  };
+
+  /// Where its messages go: the console, and the run's log (xlaunch.log).
+  struct Output {
+    std::function<void(std::string_view text)> say;
+    std::function<void(std::string_view line)> log;
+  };
+
+  StallMonitor(boost::asio::io_context& io, Options options, Output output,
                StoreClients store_clients);
   ~StallMonitor();
 
-  /// PYTHONPATH (the sitecustomize first), PYTHONFAULTHANDLER and the dump settings.
-  void add_worker_env(Environment& env) const;
+  /// PYTHONPATH (the sitecustomize first), PYTHONFAULTHANDLER and the dump settings, added
+  /// to a worker's environment (the launcher's Environment).
+  void add_worker_env(std::map<std::string, std::string>& env) const;
 
-  void begin_attempt(int attempt);
+  /// `store_addr`/`store_port`: where this attempt's workers find the store (an elastic job's
+  /// store may move between rounds); a rank dialing elsewhere is reported.
+  void begin_attempt(const std::string& store_addr, std::uint16_t store_port);
   void on_start(int local_rank, int rank, long pid);
   void on_output(int local_rank, std::string_view line);
   void on_end(int local_rank, std::string description);

@@ -13,7 +13,6 @@
 #include <sstream>
 
 #include "config/atomic_write.hpp"
-#include "launcher/console.hpp"
 #include "launcher/proc_sample.hpp"
 #include "launcher/stacks_registry.hpp"
 #include "launcher/stacks_site.hpp"
@@ -71,8 +70,8 @@ struct RankInfo {
 
 struct StallMonitor::Impl {
   asio::io_context& io;
-  const LaunchPlan& plan;
-  RunFiles& files;
+  const Options options;
+  const Output out;
   StoreClients store_clients;
   StallMonitor* self;
   std::string temp_dir;  // python/sitecustomize.py and stacks/, removed at the end
@@ -88,11 +87,13 @@ struct StallMonitor::Impl {
   bool collecting = false;
   bool dump_again = false;  // a request came while a dump was being collected
   std::optional<std::string> last_stall_json;
+  std::string store_addr;  // this attempt's
+  std::uint16_t store_port = 0;
 
-  Impl(asio::io_context& i, const LaunchPlan& p, RunFiles& f, StoreClients s, StallMonitor* m)
-      : io(i), plan(p), files(f), store_clients(std::move(s)), self(m) {
-    if (plan.python_stacks) make_python_dir();
-    registration.emplace(registry_dir(current_environment(), ::getuid()), plan.run_id);
+  Impl(asio::io_context& i, Options o, Output w, StoreClients s, StallMonitor* m)
+      : io(i), options(std::move(o)), out(std::move(w)), store_clients(std::move(s)), self(m) {
+    if (options.python_stacks) make_python_dir();
+    registration.emplace(options.registry_dir, options.run_id);
     usr1.add(SIGUSR1);
   }
 
@@ -110,9 +111,9 @@ struct StallMonitor::Impl {
   void make_python_dir() {
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern =
-        fmt::format("{}/xlaunch-stacks-{}-XXXXXX", tmp && *tmp ? tmp : "/tmp", plan.run_id);
+        fmt::format("{}/xlaunch-stacks-{}-XXXXXX", tmp && *tmp ? tmp : "/tmp", options.run_id);
     if (::mkdtemp(pattern.data()) == nullptr) {
-      files.log(
+      out.log(
           fmt::format("python stacks off: cannot create {}: {}", pattern, std::strerror(errno)));
       return;
     }
@@ -123,7 +124,7 @@ struct StallMonitor::Impl {
       config::atomic_write(python_dir + "/sitecustomize.py", sitecustomize_text());
       std::filesystem::create_directories(stacks_dir);
     } catch (const std::exception& e) {
-      files.log(fmt::format("python stacks off: {}", e.what()));
+      out.log(fmt::format("python stacks off: {}", e.what()));
       python_dir.clear();
       stacks_dir.clear();
     }
@@ -143,7 +144,7 @@ struct StallMonitor::Impl {
   void arm_usr1() {
     usr1.async_wait([this](const boost::system::error_code& ec, int) {
       if (ec || !active) return;
-      say("xlaunch: SIGUSR1: dumping every rank's Python stacks\n");
+      out.say("xlaunch: SIGUSR1: dumping every rank's Python stacks\n");
       dump_on_request();
       arm_usr1();
     });
@@ -210,7 +211,7 @@ struct StallMonitor::Impl {
     for (const SocketEntry& e : tables.inet) {
       if (!tree.socket_inodes.contains(e.inode)) continue;
       if (e.state == kTcpSynSent) r.connecting.push_back(endpoint(e.remote_addr, e.remote_port));
-      if (e.state != kTcpEstablished || e.remote_port != plan.master_port) continue;
+      if (e.state != kTcpEstablished || e.remote_port != store_port) continue;
       to_store = true;
       if (auto c = by_port.find(e.local_port); c != by_port.end()) {
         requests += c->second->requests;
@@ -236,7 +237,7 @@ struct StallMonitor::Impl {
       if (!script->first.empty()) e.script_addr = script->first;
       if (!script->second.empty()) e.script_port = script->second;
     }
-    const auto target = wrong_target(e, plan.master_addr, plan.master_port);
+    const auto target = wrong_target(e, store_addr, store_port);
     r.dial_target = target;
     if (!target) {
       r.dial_ticks = 0;
@@ -244,10 +245,10 @@ struct StallMonitor::Impl {
     }
     if (++r.dial_ticks < kDialTicks || r.dial_reported) return;
     r.dial_reported = true;
-    const std::string text = wrong_address_message(
-        r.rank, *target, plan.master_addr, plan.master_port, e.script_addr || e.script_port);
-    say("{}", text);
-    files.log(text);
+    const std::string text = wrong_address_message(r.rank, *target, store_addr, store_port,
+                                                   e.script_addr || e.script_port);
+    out.say(text);
+    out.log(text);
   }
 
   // --- stacks ----------------------------------------------------------------------
@@ -270,7 +271,7 @@ struct StallMonitor::Impl {
       s.rank = r.rank;
       if (!r.alive) {
         s.missing = ended_text(state_of(r));
-      } else if (!plan.python_stacks) {
+      } else if (!options.python_stacks) {
         s.missing = "stacks not available (--python_stacks false)";
       } else if (stacks_dir.empty() ||
                  !std::filesystem::exists(stacks_file(stacks_dir, r.rank, r.pid))) {
@@ -339,8 +340,8 @@ struct StallMonitor::Impl {
     collect_stacks([this, requests](std::vector<RankStacks> stacks) {
       const std::string text = "xlaunch: Python stacks of every rank, identical ones once:\n" +
                                format_stack_groups(group_stacks(stacks), "xlaunch:   ");
-      say("{}", text);
-      files.log(text);
+      out.say(text);
+      out.log(text);
       registration->publish_stacks(text);
       registration->answer(requests);
     });
@@ -376,38 +377,43 @@ struct StallMonitor::Impl {
     }
     report.stacks = group_stacks(stacks);
     const std::string text = format_stall_report(report);
-    say("{}", text);
-    files.log(text);
+    out.say(text);
+    out.log(text);
     last_stall_json = launcher::stall_json(report);
-    if (plan.stop_on_stall && self->on_stall_stop) self->on_stall_stop();
+    if (options.stop_on_stall && self->on_stall_stop) self->on_stall_stop();
   }
 };
 
-StallMonitor::StallMonitor(boost::asio::io_context& io, const LaunchPlan& plan, RunFiles& files,
+StallMonitor::StallMonitor(boost::asio::io_context& io, Options options, Output output,
                            StoreClients store_clients)
-    : impl_(std::make_unique<Impl>(io, plan, files, std::move(store_clients), this)) {}
+    : impl_(std::make_unique<Impl>(io, std::move(options), std::move(output),
+                                   std::move(store_clients), this)) {}
 
 StallMonitor::~StallMonitor() = default;
 
-void StallMonitor::add_worker_env(Environment& env) const {
+void StallMonitor::add_worker_env(std::map<std::string, std::string>& env) const {
   if (impl_->python_dir.empty()) return;
-  auto path = lookup(env, "PYTHONPATH");
-  env["PYTHONPATH"] = path && !path->empty() ? impl_->python_dir + ":" + *path : impl_->python_dir;
+  const auto path = env.find("PYTHONPATH");
+  env["PYTHONPATH"] = path != env.end() && !path->second.empty()
+                          ? impl_->python_dir + ":" + path->second
+                          : impl_->python_dir;
   env["XLAUNCH_STACKS_DIR"] = impl_->stacks_dir;
   env["XLAUNCH_STACKS_SIGNAL"] = std::to_string(stacks_signal());
   // A fatal signal (SIGSEGV, SIGABRT...) prints the Python traceback to stderr, which the
   // root-cause report shows.
-  if (!lookup(env, "PYTHONFAULTHANDLER")) env["PYTHONFAULTHANDLER"] = "1";
+  if (!env.contains("PYTHONFAULTHANDLER")) env["PYTHONFAULTHANDLER"] = "1";
 }
 
-void StallMonitor::begin_attempt(int) {
+void StallMonitor::begin_attempt(const std::string& store_addr, std::uint16_t store_port) {
   Impl& s = *impl_;
+  s.store_addr = store_addr;
+  s.store_port = store_port;
   s.ranks.clear();
   s.active = true;
   s.collecting = false;
   s.dump_again = false;
   s.detector.reset();
-  if (s.plan.stall_timeout.count() > 0) s.detector.emplace(s.plan.stall_timeout);
+  if (s.options.stall_timeout.count() > 0) s.detector.emplace(s.options.stall_timeout);
   s.arm_tick();
   s.arm_usr1();
 }

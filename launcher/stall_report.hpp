@@ -2,14 +2,16 @@
 // as console lines and as summary.json's "stall" object.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "launcher/report.hpp"
 #include "launcher/stacks_group.hpp"
 
 namespace xlaunch::launcher {
+
+using Clock = std::chrono::system_clock;
 
 struct RankStallState {
   int rank = 0;

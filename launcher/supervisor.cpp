@@ -21,6 +21,7 @@
 #include "launcher/line_splitter.hpp"
 #include "launcher/output_activity.hpp"
 #include "launcher/process.hpp"
+#include "launcher/stacks_registry.hpp"
 #include "launcher/stall_monitor.hpp"
 #include "launcher/worker_env.hpp"
 
@@ -428,7 +429,7 @@ struct Supervisor::Impl {
     stalled_stop = false;
     first_failure.reset();
     io.restart();
-    if (monitor) monitor->begin_attempt(attempt);
+    if (monitor) monitor->begin_attempt(plan.master_addr, plan.master_port);
     add_stop_signals();
     watch_children();
     watch_stop_signals();
@@ -502,6 +503,21 @@ struct Supervisor::Impl {
     stop_workers(SIGTERM);
   }
 
+  StallMonitor::Options monitor_options() const {
+    StallMonitor::Options o;
+    o.run_id = plan.run_id;
+    o.stall_timeout = plan.stall_timeout;
+    o.stop_on_stall = plan.stop_on_stall;
+    o.python_stacks = plan.python_stacks;
+    o.registry_dir = registry_dir(current_environment(), ::getuid());
+    return o;
+  }
+
+  StallMonitor::Output monitor_output() {
+    return {[](std::string_view text) { console_say(text); },
+            [this](std::string_view line) { files.log(line); }};
+  }
+
   RootCause root_cause(const Worker& worker) const {
     RootCause cause;
     cause.worker = worker.outcome;
@@ -527,7 +543,8 @@ void Supervisor::request_stop(int attempt, std::string reason) {
 RunSummary Supervisor::run(const AttemptHooks& hooks) {
   Impl& s = *impl_;
   s.hooks = &hooks;
-  s.monitor = std::make_unique<StallMonitor>(s.io, s.plan, s.files, hooks.store_clients);
+  s.monitor = std::make_unique<StallMonitor>(s.io, s.monitor_options(), s.monitor_output(),
+                                             hooks.store_clients);
   s.monitor->on_stall_stop = [&s] { s.stop_for_stall(); };
   RunSummary summary;
   summary.run_id = s.plan.run_id;
