@@ -1,14 +1,17 @@
 // Samples the selected GPUs through NVML about once a second on a thread of its own and
-// appends each reading to a series file (gpu.csv, see gpu_summary.hpp), so that a run
-// killed midway still leaves what was seen until then.
+// hands each round of readings, as lines of the series file (gpu.csv, see gpu_summary.hpp),
+// to its sink: the launcher appends them to the run's gpu.csv, so that a run killed midway
+// still leaves what was seen until then.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -28,22 +31,24 @@ class WorkerPids {
 
 class GpuSampler {
  public:
-  /// Starts sampling `gpus` (NVML indices) into `csv_path`; nullptr when NVML cannot be
-  /// opened or the file cannot be created (the reason goes to `why`).
-  static std::unique_ptr<GpuSampler> start(std::vector<unsigned> gpus, std::string csv_path,
-                                           const WorkerPids& pids,
-                                           std::chrono::milliseconds interval, std::string& why);
+  /// Receives each round's gpu.csv lines ('\n'-terminated), on the sampler's thread.
+  using Sink = std::function<void(std::string_view lines)>;
+
+  /// Opens NVML for sampling `gpus` (NVML indices) about every `interval`; nullptr when NVML
+  /// cannot be opened.
+  static std::unique_ptr<GpuSampler> open(std::vector<unsigned> gpus, const WorkerPids& pids,
+                                          std::chrono::milliseconds interval);
+  /// Starts the sampling thread, which hands every round to `sink`. The thread inherits the
+  /// caller's signal mask.
+  void start(Sink sink);
   /// Stops and joins the thread (after one last reading).
   ~GpuSampler();
   void stop();
 
-  const std::string& path() const { return path_; }
-
  private:
   struct State;
-  GpuSampler(std::unique_ptr<State> state, std::string path);
+  explicit GpuSampler(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
-  std::string path_;
   std::thread thread_;
 };
 

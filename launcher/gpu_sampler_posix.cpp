@@ -1,14 +1,9 @@
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <cstdio>
 #include <fstream>
 
 #include "launcher/gpu_sampler.hpp"
 #include "launcher/gpu_summary.hpp"
 #include "launcher/nvml.hpp"
-#include "launcher/process.hpp"
 
 namespace xlaunch::launcher {
 
@@ -40,7 +35,7 @@ struct GpuSampler::State {
   std::vector<unsigned> gpus;
   const WorkerPids* pids = nullptr;
   std::chrono::milliseconds interval{1000};
-  int fd = -1;
+  Sink sink;
   std::mutex mutex;
   std::condition_variable wake;
   bool stopping = false;
@@ -64,8 +59,9 @@ struct GpuSampler::State {
       }
       lines += gpu_csv_line(s);
     }
-    // One write per round: readers see whole lines except, at worst, the last.
-    if (!lines.empty()) write_all(fd, lines);
+    // One call per round (one write to gpu.csv): readers see whole lines except, at worst,
+    // the last.
+    if (!lines.empty()) sink(lines);
   }
 
   void run() {
@@ -81,34 +77,22 @@ struct GpuSampler::State {
   }
 };
 
-GpuSampler::GpuSampler(std::unique_ptr<State> state, std::string path)
-    : state_(std::move(state)), path_(std::move(path)) {
-  // The thread keeps stop signals blocked, as the store's does: a Ctrl-C must reach the
-  // supervisor's handlers, and must not end xlaunch by default action after they are gone.
-  StopSignalsHeld held;
-  thread_ = std::thread([s = state_.get()] { s->run(); });
-}
+GpuSampler::GpuSampler(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-std::unique_ptr<GpuSampler> GpuSampler::start(std::vector<unsigned> gpus, std::string csv_path,
-                                              const WorkerPids& pids,
-                                              std::chrono::milliseconds interval,
-                                              std::string& why) {
+std::unique_ptr<GpuSampler> GpuSampler::open(std::vector<unsigned> gpus, const WorkerPids& pids,
+                                             std::chrono::milliseconds interval) {
   auto state = std::make_unique<State>();
   state->nvml = NvmlSession::open();
-  if (!state->nvml) {
-    why = "NVML could not be opened for sampling";
-    return nullptr;
-  }
+  if (!state->nvml) return nullptr;
   state->gpus = std::move(gpus);
   state->pids = &pids;
   state->interval = interval;
-  state->fd = ::open(csv_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (state->fd < 0) {
-    why = "cannot create " + csv_path + ": " + std::strerror(errno);
-    return nullptr;
-  }
-  write_all(state->fd, gpu_csv_header());
-  return std::unique_ptr<GpuSampler>(new GpuSampler(std::move(state), std::move(csv_path)));
+  return std::unique_ptr<GpuSampler>(new GpuSampler(std::move(state)));
+}
+
+void GpuSampler::start(Sink sink) {
+  state_->sink = std::move(sink);
+  thread_ = std::thread([s = state_.get()] { s->run(); });
 }
 
 void GpuSampler::stop() {
@@ -119,7 +103,6 @@ void GpuSampler::stop() {
   }
   state_->wake.notify_all();
   thread_.join();
-  close_fd(state_->fd);
 }
 
 GpuSampler::~GpuSampler() { stop(); }

@@ -1,12 +1,16 @@
 #include "launcher/gpu_watch.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "config/text.hpp"
 #include "launcher/console.hpp"
 #include "launcher/gpu_summary.hpp"
+#include "launcher/process.hpp"
 
 namespace xlaunch::launcher {
 
@@ -29,19 +33,36 @@ std::unique_ptr<GpuWatch> GpuWatch::start(const LaunchPlan& plan,
       watch->gpu_of_rank_[plan.rank_offset + local_rank] = *index;
     }
   }
-  std::string why;
-  watch->sampler_ = GpuSampler::start(watch->gpus_, files.own_file("gpu.csv"), pids,
-                                      std::chrono::seconds(1), why);
+  std::string csv_path = files.own_file("gpu.csv");
+  watch->sampler_ = GpuSampler::open(watch->gpus_, pids, std::chrono::seconds(1));
   if (!watch->sampler_) {
-    files.log("GPU sampling: " + why);
+    files.log("GPU sampling: NVML could not be opened for sampling");
     return nullptr;
   }
+  watch->csv_fd_ =
+      ::open(csv_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (watch->csv_fd_ < 0) {
+    files.log("GPU sampling: cannot create " + csv_path + ": " + std::strerror(errno));
+    return nullptr;
+  }
+  watch->csv_path_ = std::move(csv_path);
+  write_all(watch->csv_fd_, gpu_csv_header());
+  // The thread keeps stop signals blocked, as the store's does: a Ctrl-C must reach the
+  // supervisor's handlers, and must not end xlaunch by default action after they are gone.
+  StopSignalsHeld held;
+  watch->sampler_->start([fd = watch->csv_fd_](std::string_view lines) { write_all(fd, lines); });
   return watch;
+}
+
+GpuWatch::~GpuWatch() {
+  sampler_.reset();
+  close_fd(csv_fd_);
 }
 
 void GpuWatch::finish(RunFiles& files) {
   sampler_->stop();
-  const auto text = read_file(sampler_->path());
+  close_fd(csv_fd_);
+  const auto text = read_file(csv_path_);
   if (!text) return;
   const std::string report =
       format_gpu_use(summarize_gpu_use(parse_gpu_csv(*text), gpus_, gpu_of_rank_));

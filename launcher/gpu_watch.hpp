@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "launcher/gpu_sampler.hpp"
@@ -23,10 +24,14 @@ class GpuWatch {
                                          const WorkerPids& pids);
   /// Stops sampling; prints and logs the per-GPU lines and warnings.
   void finish(RunFiles& files);
+  /// Stops sampling (when finish did not).
+  ~GpuWatch();
 
  private:
   std::vector<unsigned> gpus_;
   std::map<int, unsigned> gpu_of_rank_;
+  std::string csv_path_;  // the run's gpu.csv, which the sampler's rounds are appended to
+  int csv_fd_ = -1;
   std::unique_ptr<GpuSampler> sampler_;
 };
 
