@@ -20,9 +20,9 @@
 #include "config/usage_error.hpp"
 #include "config/wizard.hpp"
 #include "config/yaml_io.hpp"
-#include "launcher/devices.hpp"
+#include "gpu/devices.hpp"
+#include "gpu/nvml.hpp"
 #include "launcher/exit_status.hpp"
-#include "launcher/nvml.hpp"
 
 namespace xlaunch::cli {
 namespace {

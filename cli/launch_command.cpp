@@ -11,11 +11,11 @@
 #include "cli/launch_flags.hpp"
 #include "config/schema.hpp"
 #include "config/usage_error.hpp"
+#include "gpu/devices.hpp"
+#include "gpu/nvml.hpp"
 #include "job/launch.hpp"
-#include "launcher/devices.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/launch_plan.hpp"
-#include "launcher/nvml.hpp"
 #include "launcher/program.hpp"
 
 namespace xlaunch::cli {

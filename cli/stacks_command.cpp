@@ -1,8 +1,8 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "diagnose/stacks_registry.hpp"
 #include "launcher/environment.hpp"
-#include "launcher/stacks_registry.hpp"
 
 namespace xlaunch::cli {
 

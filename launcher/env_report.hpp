@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/nvml.hpp"
+#include "gpu/nvml.hpp"
 #include "launcher/python_probe.hpp"
 #include "launcher/system_info.hpp"
 

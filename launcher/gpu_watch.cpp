@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "config/text.hpp"
+#include "gpu/gpu_summary.hpp"
 #include "launcher/console.hpp"
-#include "launcher/gpu_summary.hpp"
 #include "launcher/process.hpp"
 
 namespace xlaunch::launcher {

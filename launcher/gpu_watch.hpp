@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "launcher/gpu_sampler.hpp"
+#include "gpu/gpu_sampler.hpp"
+#include "gpu/nvml.hpp"
 #include "launcher/launch_plan.hpp"
-#include "launcher/nvml.hpp"
 #include "launcher/run_files.hpp"
 
 namespace xlaunch::launcher {

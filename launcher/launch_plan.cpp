@@ -11,7 +11,7 @@
 #include "config/torchrun_values.hpp"
 #include "config/usage_error.hpp"
 #include "config/validate.hpp"
-#include "launcher/devices.hpp"
+#include "gpu/devices.hpp"
 
 namespace xlaunch::launcher {
 

@@ -16,13 +16,13 @@
 #include <system_error>
 #include <unordered_map>
 
+#include "diagnose/output_activity.hpp"
+#include "diagnose/stacks_registry.hpp"
+#include "diagnose/stall_monitor.hpp"
 #include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/line_splitter.hpp"
-#include "launcher/output_activity.hpp"
 #include "launcher/process.hpp"
-#include "launcher/stacks_registry.hpp"
-#include "launcher/stall_monitor.hpp"
 #include "launcher/worker_env.hpp"
 
 namespace asio = boost::asio;

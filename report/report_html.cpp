@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "launcher/gpu_summary.hpp"
+#include "gpu/gpu_summary.hpp"
 
 namespace xlaunch::report {
 namespace {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/gpu_summary.hpp"
+#include "gpu/gpu_summary.hpp"
 
 namespace xlaunch::report {
 

@@ -1,4 +1,4 @@
-#include "launcher/stall_detect.hpp"
+#include "diagnose/stall_detect.hpp"
 
 #include <catch2/catch.hpp>
 

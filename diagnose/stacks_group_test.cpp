@@ -1,4 +1,4 @@
-#include "launcher/stacks_group.hpp"
+#include "diagnose/stacks_group.hpp"
 
 #include <catch2/catch.hpp>
 

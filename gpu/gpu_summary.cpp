@@ -1,4 +1,4 @@
-#include "launcher/gpu_summary.hpp"
+#include "gpu/gpu_summary.hpp"
 
 #include <fmt/format.h>
 

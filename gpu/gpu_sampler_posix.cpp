@@ -1,9 +1,9 @@
 #include <cstdio>
 #include <fstream>
 
-#include "launcher/gpu_sampler.hpp"
-#include "launcher/gpu_summary.hpp"
-#include "launcher/nvml.hpp"
+#include "gpu/gpu_sampler.hpp"
+#include "gpu/gpu_summary.hpp"
+#include "gpu/nvml.hpp"
 
 namespace xlaunch::launcher {
 

@@ -1,4 +1,4 @@
-#include "launcher/stall_dial.hpp"
+#include "diagnose/stall_dial.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -13,13 +13,13 @@
 #include <sstream>
 
 #include "config/atomic_write.hpp"
-#include "launcher/proc_sample.hpp"
-#include "launcher/stacks_registry.hpp"
-#include "launcher/stacks_site.hpp"
-#include "launcher/stall_detect.hpp"
-#include "launcher/stall_dial.hpp"
-#include "launcher/stall_monitor.hpp"
-#include "launcher/stall_report.hpp"
+#include "diagnose/proc_sample.hpp"
+#include "diagnose/stacks_registry.hpp"
+#include "diagnose/stacks_site.hpp"
+#include "diagnose/stall_detect.hpp"
+#include "diagnose/stall_dial.hpp"
+#include "diagnose/stall_monitor.hpp"
+#include "diagnose/stall_report.hpp"
 
 namespace asio = boost::asio;
 

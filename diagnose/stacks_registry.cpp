@@ -1,4 +1,4 @@
-#include "launcher/stacks_registry.hpp"
+#include "diagnose/stacks_registry.hpp"
 
 #include <fmt/format.h>
 

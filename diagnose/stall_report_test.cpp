@@ -1,4 +1,4 @@
-#include "launcher/stall_report.hpp"
+#include "diagnose/stall_report.hpp"
 
 #include <catch2/catch.hpp>
 

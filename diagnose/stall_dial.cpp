@@ -1,8 +1,8 @@
-#include "launcher/stall_dial.hpp"
+#include "diagnose/stall_dial.hpp"
 
 #include <fmt/format.h>
 
-#include "launcher/proc_net.hpp"
+#include "diagnose/proc_net.hpp"
 
 namespace xlaunch::launcher {
 

@@ -5,7 +5,7 @@
 #include <set>
 #include <vector>
 
-#include "launcher/proc_net.hpp"
+#include "diagnose/proc_net.hpp"
 
 namespace xlaunch::launcher {
 

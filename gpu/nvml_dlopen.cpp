@@ -6,7 +6,7 @@
 #include <array>
 #include <cstdlib>
 
-#include "launcher/nvml.hpp"
+#include "gpu/nvml.hpp"
 
 namespace xlaunch::launcher {
 namespace {

@@ -1,4 +1,4 @@
-#include "launcher/output_activity.hpp"
+#include "diagnose/output_activity.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "launcher/devices.hpp"
+#include "gpu/devices.hpp"
 
 #include <catch2/catch.hpp>
 

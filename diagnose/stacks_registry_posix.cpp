@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "config/atomic_write.hpp"
-#include "launcher/stacks_registry.hpp"
+#include "diagnose/stacks_registry.hpp"
 
 namespace xlaunch::launcher {
 

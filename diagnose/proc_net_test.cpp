@@ -1,4 +1,4 @@
-#include "launcher/proc_net.hpp"
+#include "diagnose/proc_net.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
-#include "launcher/stacks_registry.hpp"
+#include "diagnose/stacks_registry.hpp"
 
 #include <catch2/catch.hpp>
 
-#include "launcher/stacks_site.hpp"
+#include "diagnose/stacks_site.hpp"
 
 using namespace xlaunch::launcher;
 

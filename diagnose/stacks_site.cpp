@@ -1,4 +1,4 @@
-#include "launcher/stacks_site.hpp"
+#include "diagnose/stacks_site.hpp"
 
 #include <fmt/format.h>
 #include <signal.h>

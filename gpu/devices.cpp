@@ -1,4 +1,4 @@
-#include "launcher/devices.hpp"
+#include "gpu/devices.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "launcher/proc_sample.hpp"
+#include "diagnose/proc_sample.hpp"
 
 namespace xlaunch::launcher {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/stacks_group.hpp"
+#include "diagnose/stacks_group.hpp"
 
 namespace xlaunch::launcher {
 

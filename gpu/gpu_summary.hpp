@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/nvml.hpp"
+#include "gpu/nvml.hpp"
 
 namespace xlaunch::launcher {
 

@@ -1,4 +1,4 @@
-#include "launcher/gpu_sampler.hpp"
+#include "gpu/gpu_sampler.hpp"
 
 #include <unistd.h>
 
