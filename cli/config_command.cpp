@@ -38,10 +38,10 @@ struct ConfigOptions {
 
 config::MachineFacts machine_facts() {
   config::MachineFacts facts;
-  const auto nvml = launcher::query_nvml();
+  const auto nvml = gpu::query_nvml();
   const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
   const auto visible =
-      launcher::visible_gpus(cvd ? std::optional<std::string>(cvd) : std::nullopt, nvml);
+      gpu::visible_gpus(cvd ? std::optional<std::string>(cvd) : std::nullopt, nvml);
   facts.gpu_count = static_cast<int>(visible.size());
   if (nvml && cvd == nullptr) {
     for (const auto& gpu : nvml->gpus) facts.gpu_names.push_back(gpu.name);

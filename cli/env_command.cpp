@@ -39,9 +39,9 @@ void add_env_command(CLI::App& app, Action& run) {
       report.xlaunch_version = XLAUNCH_VERSION;
       report.build = build_description();
       report.system = launcher::read_system_info();
-      report.nvml = launcher::query_nvml();
+      report.nvml = gpu::query_nvml();
       report.cuda_visible_devices = launcher::lookup(env, "CUDA_VISIBLE_DEVICES");
-      report.visible_gpus = launcher::visible_gpus(report.cuda_visible_devices, report.nvml);
+      report.visible_gpus = gpu::visible_gpus(report.cuda_visible_devices, report.nvml);
       cluster::ClusterDetection cluster = cluster::detect_cluster(env);
       if (!cluster.scheduler.empty()) report.cluster = cluster::describe(cluster);
       try {

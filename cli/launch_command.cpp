@@ -79,7 +79,7 @@ int dry_run(const job::LaunchRequest& request) {
       launcher::host_exec_probe());
   const std::string command = fmt::format("{}", fmt::join(argv, " "));
   const auto visible =
-      launcher::visible_gpus(launcher::lookup(env, "CUDA_VISIBLE_DEVICES"), launcher::query_nvml());
+      gpu::visible_gpus(launcher::lookup(env, "CUDA_VISIBLE_DEVICES"), gpu::query_nvml());
   const launcher::LaunchPlan plan =
       launcher::make_plan(request.settings, std::move(argv), visible, "random-at-launch");
   // Printed once the plan is known to be good: an error leaves stdout empty.

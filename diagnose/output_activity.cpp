@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 void OutputActivity::note(int attempt, int rank, std::chrono::system_clock::time_point when) {
   const std::int64_t second =
@@ -19,4 +19,4 @@ std::string OutputActivity::csv() const {
   return out;
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

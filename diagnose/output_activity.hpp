@@ -8,7 +8,7 @@
 #include <string>
 #include <tuple>
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 class OutputActivity {
  public:
@@ -22,4 +22,4 @@ class OutputActivity {
   std::map<std::tuple<int, int, std::int64_t>, std::uint32_t> lines_;
 };
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-using namespace xlaunch::launcher;
+using namespace xlaunch::diagnose;
 
 TEST_CASE("output activity counts lines per attempt, rank and second") {
   OutputActivity activity;

@@ -5,7 +5,7 @@
 #include <charconv>
 #include <cstring>
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 namespace {
 
 std::vector<std::string_view> fields(std::string_view line) {
@@ -152,4 +152,4 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text) {
   return s;
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 /// One row of /proc/net/tcp, tcp6, udp or udp6.
 struct SocketEntry {
@@ -43,4 +43,4 @@ struct ProcStat {
 /// Parses /proc/PID/stat (the command name may hold blanks and parentheses).
 std::optional<ProcStat> parse_proc_stat(std::string_view text);
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

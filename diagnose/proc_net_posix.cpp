@@ -9,7 +9,7 @@
 
 #include "diagnose/proc_sample.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 namespace {
 
 std::string slurp(const std::string& path) {
@@ -93,4 +93,4 @@ SocketTables read_socket_tables(long pid) {
   return t;
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

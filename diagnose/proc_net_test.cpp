@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-using namespace xlaunch::launcher;
+using namespace xlaunch::diagnose;
 
 TEST_CASE("socket tables: IPv4 and IPv6 rows, states and inodes", "[proc_net]") {
   // Rows as Linux writes them on a little-endian machine (the words are native-order).

@@ -7,7 +7,7 @@
 
 #include "diagnose/proc_net.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 struct TreeSample {
   bool alive = false;                     // the root exists and is not a zombie
@@ -28,4 +28,4 @@ struct SocketTables {
 };
 SocketTables read_socket_tables(long pid);
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

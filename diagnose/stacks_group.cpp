@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 namespace {
 
 std::vector<std::string_view> lines_of(std::string_view text) {
@@ -161,4 +161,4 @@ std::string format_stack_groups(const std::vector<StackGroup>& groups, std::stri
   return out;
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

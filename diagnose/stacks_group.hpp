@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 /// One faulthandler dump with thread ids blanked ("Thread 0x00007f3a... " -> "Thread "), so
 /// that the same place in two processes compares equal. Blank lines trimmed at both ends.
@@ -42,4 +42,4 @@ std::string rank_list(const std::vector<int>& ranks);
 /// indented; each line prefixed with `prefix`.
 std::string format_stack_groups(const std::vector<StackGroup>& groups, std::string_view prefix);
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-using namespace xlaunch::launcher;
+using namespace xlaunch::diagnose;
 
 namespace {
 // As Python 3.11's faulthandler writes it from a registered signal.

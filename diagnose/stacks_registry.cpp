@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 std::string registry_dir(const std::map<std::string, std::string>& env, unsigned uid) {
   if (auto runtime = env.find("XDG_RUNTIME_DIR");
@@ -12,4 +12,4 @@ std::string registry_dir(const std::map<std::string, std::string>& env, unsigned
   return fmt::format("/tmp/xlaunch-{}", uid);
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 /// The folder (pure); `env` is a process environment (the launcher's Environment).
 std::string registry_dir(const std::map<std::string, std::string>& env, unsigned uid);
@@ -51,4 +51,4 @@ std::vector<RunningLauncher> running_launchers(const std::string& dir);
 int ask_for_stacks(const std::string& dir, const std::optional<std::string>& run_id,
                    std::chrono::milliseconds wait);
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

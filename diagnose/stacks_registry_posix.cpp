@@ -13,7 +13,7 @@
 #include "config/atomic_write.hpp"
 #include "diagnose/stacks_registry.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 LauncherRegistration::LauncherRegistration(std::string dir, std::string run_id)
     : dir_(std::move(dir)), run_id_(std::move(run_id)) {
@@ -127,4 +127,4 @@ int ask_for_stacks(const std::string& dir, const std::optional<std::string>& run
   return 1;
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

@@ -4,7 +4,7 @@
 
 #include "diagnose/stacks_site.hpp"
 
-using namespace xlaunch::launcher;
+using namespace xlaunch::diagnose;
 
 TEST_CASE("the launcher registry folder follows XDG_RUNTIME_DIR, else /tmp per user", "[stacks]") {
   CHECK(registry_dir({{"XDG_RUNTIME_DIR", "/run/user/1000"}}, 1000) == "/run/user/1000/xlaunch");

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 std::string_view sitecustomize_text() {
   return R"PY(# Written by xlaunch (see docs/diagnose.md). It lets xlaunch show this worker's Python
@@ -69,4 +69,4 @@ std::string notes_file(const std::string& dir, int rank, long pid) {
   return fmt::format("{}/rank_{}.{}.env", dir, rank, pid);
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

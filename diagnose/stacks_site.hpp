@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 /// The module's text.
 std::string_view sitecustomize_text();
@@ -20,4 +20,4 @@ int stacks_signal();
 std::string stacks_file(const std::string& dir, int rank, long pid);
 std::string notes_file(const std::string& dir, int rank, long pid);
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

@@ -1,6 +1,6 @@
 #include "diagnose/stall_detect.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 bool StallDetector::update(TimePoint now, const std::vector<RankActivity>& ranks) {
   bool progress = !started_;
@@ -38,4 +38,4 @@ double StallDetector::cpu_in_window(int rank) const {
   return now->second - start->second;
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 /// What the supervisor sees of one local rank at one moment.
 struct RankActivity {
@@ -52,4 +52,4 @@ class StallDetector {
   std::map<int, double> cpu_now_;
 };
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

@@ -4,7 +4,7 @@
 
 #include "diagnose/proc_net.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 ||
@@ -61,4 +61,4 @@ std::string wrong_address_message(int rank, const std::string& target,
       target.substr(target.rfind(':') + 1));
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 /// What one sample shows of a rank that has no connection to the store.
 struct DialEvidence {
@@ -35,4 +35,4 @@ std::string wrong_address_message(int rank, const std::string& target,
 /// True for "localhost", 127.0.0.0/8 and ::1 (and their IPv4-mapped forms).
 bool is_loopback(const std::string& host);
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

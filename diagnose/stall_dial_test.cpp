@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-using namespace xlaunch::launcher;
+using namespace xlaunch::diagnose;
 using Catch::Contains;
 
 TEST_CASE("a rank dialing elsewhere than the store is named with the address", "[dial]") {

@@ -17,7 +17,7 @@
 
 #include "rendezvous/store_server.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 class StallMonitor {
  public:
@@ -66,4 +66,4 @@ class StallMonitor {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

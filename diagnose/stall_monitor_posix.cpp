@@ -23,7 +23,7 @@
 
 namespace asio = boost::asio;
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 namespace {
 
 constexpr auto kTick = std::chrono::seconds(1);
@@ -379,7 +379,7 @@ struct StallMonitor::Impl {
     const std::string text = format_stall_report(report);
     out.say(text);
     out.log(text);
-    last_stall_json = launcher::stall_json(report);
+    last_stall_json = diagnose::stall_json(report);
     if (options.stop_on_stall && self->on_stall_stop) self->on_stall_stop();
   }
 };
@@ -455,4 +455,4 @@ const std::optional<std::string>& StallMonitor::stall_json() const {
   return impl_->last_stall_json;
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

@@ -6,7 +6,7 @@
 
 #include "config/text.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 using config::iso_time;
 using config::json_quote;
@@ -108,4 +108,4 @@ std::string stall_json(const StallReport& r) {
       json_quote(iso_time(r.at)), r.window_seconds, odd ? json_quote(*odd) : "null", ranks, groups);
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

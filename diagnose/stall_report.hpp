@@ -9,7 +9,7 @@
 
 #include "diagnose/stacks_group.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::diagnose {
 
 using Clock = std::chrono::system_clock;
 
@@ -50,4 +50,4 @@ std::string format_stall_report(const StallReport& report);
 /// summary.json's "stall" object.
 std::string stall_json(const StallReport& report);
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::diagnose

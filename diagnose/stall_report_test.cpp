@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-using namespace xlaunch::launcher;
+using namespace xlaunch::diagnose;
 using Catch::Contains;
 
 TEST_CASE("the stall report names each rank's state and the odd one out", "[stall]") {

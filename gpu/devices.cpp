@@ -10,7 +10,7 @@
 #include "config/usage_error.hpp"
 #include "config/validate.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::gpu {
 namespace {
 
 bool is_index(std::string_view entry) {
@@ -132,4 +132,4 @@ std::vector<std::string> select_gpus(std::string_view gpu_ids,
   return chosen;
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::gpu

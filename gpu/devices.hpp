@@ -8,7 +8,7 @@
 
 #include "gpu/nvml.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::gpu {
 
 /// Splits CUDA_VISIBLE_DEVICES with CUDA's rules: comma-separated entries, each a
 /// non-negative index, a "GPU-<uuid>" or a "MIG-<id>"; the list ends at the first invalid
@@ -36,4 +36,4 @@ std::vector<std::string> visible_gpus(const std::optional<std::string>& cuda_vis
 std::vector<std::string> select_gpus(std::string_view gpu_ids,
                                      const std::vector<std::string>& visible);
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::gpu

@@ -4,7 +4,7 @@
 
 #include "config/usage_error.hpp"
 
-using namespace xlaunch::launcher;
+using namespace xlaunch::gpu;
 using Strings = std::vector<std::string>;
 
 namespace {

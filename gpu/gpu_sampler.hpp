@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-namespace xlaunch::launcher {
+namespace xlaunch::gpu {
 
 /// Worker pids of every attempt and their ranks; written by the supervisor's loop, read by
 /// the sampler's thread.
@@ -55,4 +55,4 @@ class GpuSampler {
 /// The parent pid of `pid` from /proc; 0 when it has gone or cannot be read.
 long parent_pid(long pid);
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::gpu

@@ -5,7 +5,7 @@
 #include "gpu/gpu_summary.hpp"
 #include "gpu/nvml.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::gpu {
 
 void WorkerPids::add(long pid, int rank) {
   std::lock_guard lock(mutex_);
@@ -107,4 +107,4 @@ void GpuSampler::stop() {
 
 GpuSampler::~GpuSampler() { stop(); }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::gpu

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-using namespace xlaunch::launcher;
+using namespace xlaunch::gpu;
 
 TEST_CASE("parent_pid reads /proc: this process's parent, 0 for a pid that does not exist") {
   CHECK(parent_pid(static_cast<long>(::getpid())) == static_cast<long>(::getppid()));

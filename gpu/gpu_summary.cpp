@@ -9,7 +9,7 @@
 
 #include "config/text.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::gpu {
 namespace {
 
 template <typename T>
@@ -193,4 +193,4 @@ std::string format_gpu_use(const GpuUse& use) {
   return out;
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::gpu

@@ -12,7 +12,7 @@
 
 #include "gpu/nvml.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::gpu {
 
 /// A process holding memory on a GPU: the worker rank whose process tree it belongs to,
 /// or -1 when it is not one of this run's workers.
@@ -82,4 +82,4 @@ std::string format_bytes(std::uint64_t bytes);
 /// The lines printed at the end of a run, each "xlaunch: ..." and '\n'-terminated.
 std::string format_gpu_use(const GpuUse& use);
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::gpu

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace xlaunch::launcher {
+namespace xlaunch::gpu {
 
 struct GpuInfo {
   unsigned index = 0;  // NVML index (PCI bus order)
@@ -61,4 +61,4 @@ class NvmlSession {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::gpu

@@ -8,7 +8,7 @@
 
 #include "gpu/nvml.hpp"
 
-namespace xlaunch::launcher {
+namespace xlaunch::gpu {
 namespace {
 
 using Device = void*;
@@ -156,4 +156,4 @@ std::optional<GpuReading> NvmlSession::read(unsigned index) {
   return reading;
 }
 
-}  // namespace xlaunch::launcher
+}  // namespace xlaunch::gpu

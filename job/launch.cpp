@@ -34,6 +34,7 @@
 namespace xlaunch::job {
 
 using namespace launcher;
+using namespace gpu;
 using namespace cluster;
 
 namespace {

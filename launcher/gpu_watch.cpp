@@ -15,12 +15,12 @@
 namespace xlaunch::launcher {
 
 std::unique_ptr<GpuWatch> GpuWatch::start(const LaunchPlan& plan,
-                                          const std::optional<NvmlReport>& nvml, RunFiles& files,
-                                          const WorkerPids& pids) {
+                                          const std::optional<gpu::NvmlReport>& nvml,
+                                          RunFiles& files, const gpu::WorkerPids& pids) {
   if (plan.gpus.empty() || !nvml) return nullptr;
   auto watch = std::make_unique<GpuWatch>();
   for (const std::string& entry : plan.gpus) {
-    if (auto index = nvml_index_of(entry, *nvml)) watch->gpus_.push_back(*index);
+    if (auto index = gpu::nvml_index_of(entry, *nvml)) watch->gpus_.push_back(*index);
   }
   if (watch->gpus_.empty()) {
     files.log("GPU sampling: none of the selected GPUs is an NVML device (MIG?); not sampling");
@@ -29,12 +29,12 @@ std::unique_ptr<GpuWatch> GpuWatch::start(const LaunchPlan& plan,
   // Each rank is meant to use the GPU of its local rank (torch.cuda.set_device(LOCAL_RANK)).
   for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
     const std::string& entry = plan.gpus[local_rank % plan.gpus.size()];
-    if (auto index = nvml_index_of(entry, *nvml)) {
+    if (auto index = gpu::nvml_index_of(entry, *nvml)) {
       watch->gpu_of_rank_[plan.rank_offset + local_rank] = *index;
     }
   }
   std::string csv_path = files.own_file("gpu.csv");
-  watch->sampler_ = GpuSampler::open(watch->gpus_, pids, std::chrono::seconds(1));
+  watch->sampler_ = gpu::GpuSampler::open(watch->gpus_, pids, std::chrono::seconds(1));
   if (!watch->sampler_) {
     files.log("GPU sampling: NVML could not be opened for sampling");
     return nullptr;
@@ -46,7 +46,7 @@ std::unique_ptr<GpuWatch> GpuWatch::start(const LaunchPlan& plan,
     return nullptr;
   }
   watch->csv_path_ = std::move(csv_path);
-  write_all(watch->csv_fd_, gpu_csv_header());
+  write_all(watch->csv_fd_, gpu::gpu_csv_header());
   // The thread keeps stop signals blocked, as the store's does: a Ctrl-C must reach the
   // supervisor's handlers, and must not end xlaunch by default action after they are gone.
   StopSignalsHeld held;
@@ -65,7 +65,7 @@ void GpuWatch::finish(RunFiles& files) {
   const auto text = read_file(csv_path_);
   if (!text) return;
   const std::string report =
-      format_gpu_use(summarize_gpu_use(parse_gpu_csv(*text), gpus_, gpu_of_rank_));
+      gpu::format_gpu_use(gpu::summarize_gpu_use(gpu::parse_gpu_csv(*text), gpus_, gpu_of_rank_));
   say("{}", report);
   for (std::string_view line : config::split(report, '\n')) {
     if (!line.empty()) files.log(line.substr(line.find(' ') + 1));  // without "xlaunch: "

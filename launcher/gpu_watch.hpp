@@ -20,8 +20,8 @@ class GpuWatch {
   /// nullptr for a CPU job, without NVML, or when no selected GPU maps to an NVML device
   /// (MIG instances); the reason is logged. Samples into the run folder's gpu.csv.
   static std::unique_ptr<GpuWatch> start(const LaunchPlan& plan,
-                                         const std::optional<NvmlReport>& nvml, RunFiles& files,
-                                         const WorkerPids& pids);
+                                         const std::optional<gpu::NvmlReport>& nvml,
+                                         RunFiles& files, const gpu::WorkerPids& pids);
   /// Stops sampling; prints and logs the per-GPU lines and warnings.
   void finish(RunFiles& files);
   /// Stops sampling (when finish did not).
@@ -32,7 +32,7 @@ class GpuWatch {
   std::map<int, unsigned> gpu_of_rank_;
   std::string csv_path_;  // the run's gpu.csv, which the sampler's rounds are appended to
   int csv_fd_ = -1;
-  std::unique_ptr<GpuSampler> sampler_;
+  std::unique_ptr<gpu::GpuSampler> sampler_;
 };
 
 }  // namespace xlaunch::launcher

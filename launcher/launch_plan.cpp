@@ -71,7 +71,7 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
   const bool cpu = s.use_cpu.value_or(false) || s.distributed_type == DistributedType::MultiCpu;
   const bool data_parallel = s.distributed_type == DistributedType::DataParallel;
   std::vector<std::string> selected;
-  if (!cpu) selected = select_gpus(s.gpu_ids.value_or("all"), visible_gpus);
+  if (!cpu) selected = gpu::select_gpus(s.gpu_ids.value_or("all"), visible_gpus);
   if (cpu && s.gpu_ids && *s.gpu_ids != "all") {
     throw UsageError("--gpu_ids was given for a CPU job (--use_cpu or MULTI_CPU)",
                      "drop --gpu_ids, or drop --use_cpu to run on those GPUs");

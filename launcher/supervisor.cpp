@@ -92,9 +92,9 @@ struct Supervisor::Impl {
   const AttemptHooks* hooks = nullptr;
   int attempt = 0;
   bool failure_published = false;
-  std::unique_ptr<StallMonitor> monitor;  // stalls, stacks, wrong addresses (diagnose.md)
-  bool stalled_stop = false;              // --on_stall stop stopped this attempt
-  OutputActivity activity;                // lines per rank per second, for the run's picture
+  std::unique_ptr<diagnose::StallMonitor> monitor;  // stalls, stacks, wrong addresses (diagnose.md)
+  bool stalled_stop = false;                        // --on_stall stop stopped this attempt
+  diagnose::OutputActivity activity;  // lines per rank per second, for the run's picture
 
   Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g)
       : plan(p), parent_env(env), files(f), host(std::move(h)), guardian(g) {
@@ -503,17 +503,17 @@ struct Supervisor::Impl {
     stop_workers(SIGTERM);
   }
 
-  StallMonitor::Options monitor_options() const {
-    StallMonitor::Options o;
+  diagnose::StallMonitor::Options monitor_options() const {
+    diagnose::StallMonitor::Options o;
     o.run_id = plan.run_id;
     o.stall_timeout = plan.stall_timeout;
     o.stop_on_stall = plan.stop_on_stall;
     o.python_stacks = plan.python_stacks;
-    o.registry_dir = registry_dir(current_environment(), ::getuid());
+    o.registry_dir = diagnose::registry_dir(current_environment(), ::getuid());
     return o;
   }
 
-  StallMonitor::Output monitor_output() {
+  diagnose::StallMonitor::Output monitor_output() {
     return {[](std::string_view text) { console_say(text); },
             [this](std::string_view line) { files.log(line); }};
   }
@@ -543,8 +543,8 @@ void Supervisor::request_stop(int attempt, std::string reason) {
 RunSummary Supervisor::run(const AttemptHooks& hooks) {
   Impl& s = *impl_;
   s.hooks = &hooks;
-  s.monitor = std::make_unique<StallMonitor>(s.io, s.monitor_options(), s.monitor_output(),
-                                             hooks.store_clients);
+  s.monitor = std::make_unique<diagnose::StallMonitor>(s.io, s.monitor_options(),
+                                                       s.monitor_output(), hooks.store_clients);
   s.monitor->on_stall_stop = [&s] { s.stop_for_stall(); };
   RunSummary summary;
   summary.run_id = s.plan.run_id;

@@ -166,8 +166,8 @@ std::string rank_lane(const RunPicture& p, const Scale& sc, int rank, double y,
   return out + ends + "</g>\n";
 }
 
-std::string gpu_lane(const std::vector<launcher::GpuSample>& samples,
-                     const launcher::GpuStats& stats, const Scale& sc, double y) {
+std::string gpu_lane(const std::vector<gpu::GpuSample>& samples, const gpu::GpuStats& stats,
+                     const Scale& sc, double y) {
   std::string out = fmt::format(
       "<g class=\"lane gpu-lane\" data-gpu=\"{0}\"><rect class=\"lane-bg\" x=\"{1}\" "
       "y=\"{2:.1f}\" width=\"{3}\" height=\"{4}\"/><text x=\"8\" y=\"{5:.1f}\">GPU {0}</text>"
@@ -175,12 +175,12 @@ std::string gpu_lane(const std::vector<launcher::GpuSample>& samples,
       "<text x=\"8\" y=\"{9:.1f}\" font-size=\"11\">mem peak {10}</text>",
       stats.gpu, kLabelWidth, y, kPlotWidth, kGpuLane - 6, y + 18, y + 34,
       stats.average_utilization, stats.peak_utilization, y + 50,
-      html_escape(launcher::format_bytes(stats.peak_memory)));
+      html_escape(gpu::format_bytes(stats.peak_memory)));
   const double bottom = y + kGpuLane - 8;
   const double height = kGpuLane - 12;
   std::string util, memory;
   double first_x = 0, last_x = 0;
-  for (const launcher::GpuSample& s : samples) {
+  for (const gpu::GpuSample& s : samples) {
     if (s.gpu != stats.gpu) continue;
     const double x = sc.x(s.unix_ms);
     if (util.empty()) first_x = x;
@@ -239,7 +239,7 @@ std::string render_report_html(const RunPicture& p) {
     if (std::find(gpus.begin(), gpus.end(), g.gpu) == gpus.end()) gpus.push_back(g.gpu);
   }
   std::sort(gpus.begin(), gpus.end());
-  const launcher::GpuUse use = launcher::summarize_gpu_use(p.gpu, gpus, {});
+  const gpu::GpuUse use = gpu::summarize_gpu_use(p.gpu, gpus, {});
   unsigned max_lines = 1;
   for (const ActivityPoint& a : p.activity) max_lines = std::max(max_lines, a.lines);
 
@@ -284,7 +284,7 @@ std::string render_report_html(const RunPicture& p) {
         ranks_bottom - 4);
   }
   y = gpus_top;
-  for (const launcher::GpuStats& stats : use.gpus) {
+  for (const gpu::GpuStats& stats : use.gpus) {
     svg += gpu_lane(p.gpu, stats, sc, y);
     y += kGpuLane;
   }

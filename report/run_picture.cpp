@@ -195,7 +195,7 @@ RunPicture parse_run_picture(std::string_view summary_json, std::string_view act
   if (const json::value* stall = member(o, "stall")) read_stall(*stall, p.stalls);
   if (const json::value* stalls = member(o, "stalls")) read_stall(*stalls, p.stalls);
   p.activity = parse_activity_csv(activity_csv);
-  p.gpu = launcher::parse_gpu_csv(gpu_csv);
+  p.gpu = gpu::parse_gpu_csv(gpu_csv);
   return p;
 }
 

@@ -55,7 +55,7 @@ struct RunPicture {
   std::optional<std::string> root_cause;  // "rank 1 exited with code 3 (attempt 0)"
   std::vector<RankSpan> spans;
   std::vector<ActivityPoint> activity;
-  std::vector<launcher::GpuSample> gpu;
+  std::vector<gpu::GpuSample> gpu;
   std::vector<StallWindow> stalls;
 };
 
