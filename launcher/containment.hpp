@@ -1,7 +1,8 @@
 // Orphan containment: how xlaunch makes sure no descendant of a worker outlives the job,
 // even one that left its process group (setsid, daemons) or a SIGKILLed launcher. The pure
 // parts: the XLAUNCH_CONTAINMENT setting, /proc parsing, the choice and its description.
-// containment_posix.cpp probes the machine and runs the guardian.
+// containment_posix.cpp probes the machine and sets a mechanism up, guardian_posix.cpp runs
+// the guardian, cgroup_posix.cpp handles the run's cgroup.
 #pragma once
 
 #include <optional>

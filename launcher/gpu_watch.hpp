@@ -1,5 +1,5 @@
 // GPU use of one run: starts the sampler on the GPUs the plan selected and, at the end,
-// prints one line per GPU and the warnings (gpu_summary.hpp).
+// prints one line per GPU and the warnings (gpu/gpu_summary.hpp).
 #pragma once
 
 #include <map>
