@@ -20,9 +20,9 @@
 #include "config/usage_error.hpp"
 #include "config/wizard.hpp"
 #include "config/yaml_io.hpp"
-#include "launcher/devices.hpp"
+#include "gpu/devices.hpp"
+#include "gpu/nvml.hpp"
 #include "launcher/exit_status.hpp"
-#include "launcher/nvml.hpp"
 
 namespace xlaunch::cli {
 namespace {
@@ -38,10 +38,10 @@ struct ConfigOptions {
 
 config::MachineFacts machine_facts() {
   config::MachineFacts facts;
-  const auto nvml = launcher::query_nvml();
+  const auto nvml = gpu::query_nvml();
   const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
   const auto visible =
-      launcher::visible_gpus(cvd ? std::optional<std::string>(cvd) : std::nullopt, nvml);
+      gpu::visible_gpus(cvd ? std::optional<std::string>(cvd) : std::nullopt, nvml);
   facts.gpu_count = static_cast<int>(visible.size());
   if (nvml && cvd == nullptr) {
     for (const auto& gpu : nvml->gpus) facts.gpu_names.push_back(gpu.name);

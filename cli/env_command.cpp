@@ -4,11 +4,12 @@
 
 #include "cli/commands.hpp"
 #include "cluster/detect.hpp"
+#include "config/containment_setting.hpp"
 #include "config/paths.hpp"
 #include "config/resolve.hpp"
 #include "config/usage_error.hpp"
+#include "gpu/devices.hpp"
 #include "launcher/containment.hpp"
-#include "launcher/devices.hpp"
 #include "launcher/env_report.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/python_probe.hpp"
@@ -39,14 +40,15 @@ void add_env_command(CLI::App& app, Action& run) {
       report.xlaunch_version = XLAUNCH_VERSION;
       report.build = build_description();
       report.system = launcher::read_system_info();
-      report.nvml = launcher::query_nvml();
+      report.nvml = gpu::query_nvml();
       report.cuda_visible_devices = launcher::lookup(env, "CUDA_VISIBLE_DEVICES");
-      report.visible_gpus = launcher::visible_gpus(report.cuda_visible_devices, report.nvml);
+      report.visible_gpus = gpu::visible_gpus(report.cuda_visible_devices, report.nvml);
       cluster::ClusterDetection cluster = cluster::detect_cluster(env);
       if (!cluster.scheduler.empty()) report.cluster = cluster::describe(cluster);
       try {
         report.containment = launcher::describe_containment(
-            launcher::parse_containment_request(launcher::lookup(env, "XLAUNCH_CONTAINMENT")),
+            config::containment_request(
+                [&](const std::string& name) { return launcher::lookup(env, name); }),
             launcher::probe_containment());
       } catch (const UsageError& e) {
         report.containment = fmt::format("none: {} ({})", e.what(), e.hint());

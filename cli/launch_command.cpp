@@ -11,11 +11,11 @@
 #include "cli/launch_flags.hpp"
 #include "config/schema.hpp"
 #include "config/usage_error.hpp"
+#include "gpu/devices.hpp"
+#include "gpu/nvml.hpp"
 #include "job/launch.hpp"
-#include "launcher/devices.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/launch_plan.hpp"
-#include "launcher/nvml.hpp"
 #include "launcher/program.hpp"
 
 namespace xlaunch::cli {
@@ -79,7 +79,7 @@ int dry_run(const job::LaunchRequest& request) {
       launcher::host_exec_probe());
   const std::string command = fmt::format("{}", fmt::join(argv, " "));
   const auto visible =
-      launcher::visible_gpus(launcher::lookup(env, "CUDA_VISIBLE_DEVICES"), launcher::query_nvml());
+      gpu::visible_gpus(launcher::lookup(env, "CUDA_VISIBLE_DEVICES"), gpu::query_nvml());
   const launcher::LaunchPlan plan =
       launcher::make_plan(request.settings, std::move(argv), visible, "random-at-launch");
   // Printed once the plan is known to be good: an error leaves stdout empty.

@@ -1,8 +1,8 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "diagnose/stacks_registry.hpp"
 #include "launcher/environment.hpp"
-#include "launcher/stacks_registry.hpp"
 
 namespace xlaunch::cli {
 
@@ -13,8 +13,8 @@ void add_stacks_command(CLI::App& app, Action& run) {
   cmd->add_option("RUN_ID", *run_id, "The job's run id (default: the only job running)");
   cmd->callback([cmd, run_id, &run] {
     run = [run_id] {
-      const std::string dir = launcher::registry_dir(launcher::current_environment(), ::getuid());
-      return launcher::ask_for_stacks(
+      const std::string dir = diagnose::registry_dir(launcher::current_environment(), ::getuid());
+      return diagnose::ask_for_stacks(
           dir, run_id->empty() ? std::nullopt : std::optional<std::string>(*run_id),
           std::chrono::seconds(15));
     };

@@ -7,12 +7,12 @@
 #include <map>
 
 #include "cluster/seconds.hpp"
-#include "launcher/text.hpp"
+#include "config/text.hpp"
 
 namespace xlaunch::cluster {
 
-using launcher::parse_int;
-using launcher::split;
+using config::parse_int;
+using config::split;
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include "cluster/mpi.hpp"
 #include "cluster/pytorchjob.hpp"
 #include "cluster/slurm.hpp"
+#include "config/text.hpp"
 #include "config/usage_error.hpp"
-#include "launcher/text.hpp"
 
 namespace xlaunch::cluster {
 
@@ -14,7 +14,7 @@ std::optional<int> int_var(const Environment& env, const char* name, ClusterDete
   auto value = launcher::lookup(env, name);
   if (!value) return std::nullopt;
   int n = 0;
-  if (!launcher::parse_int(*value, n) || n < 0) {
+  if (!config::parse_int(*value, n) || n < 0) {
     found.notes.push_back(fmt::format("{}='{}' is not a number; ignored", name, *value));
     return std::nullopt;
   }

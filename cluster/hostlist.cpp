@@ -4,13 +4,13 @@
 
 #include <stdexcept>
 
-#include "launcher/text.hpp"
+#include "config/text.hpp"
 
 namespace xlaunch::cluster {
 
-using launcher::parse_int;
-using launcher::split;
-using launcher::trim;
+using config::parse_int;
+using config::split;
+using config::trim;
 
 namespace {
 

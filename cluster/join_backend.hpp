@@ -1,4 +1,4 @@
-// How the launchers of one job meet: the seam between the launch (job/launch.cpp, which
+// How the launchers of one job meet: the seam between the launch (job/join.cpp, which
 // drives rounds of workers) and where the membership lives. One implementation per header:
 // machine 0's store (store_backend.hpp); etcd is another (etcd_backend.hpp). Each one's
 // join, rounds and monitor are files of their own (store_backend_impl.hpp,

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "launcher/text.hpp"
+#include "config/text.hpp"
 
 namespace xlaunch::cluster {
 
@@ -25,12 +25,12 @@ std::optional<ClusterDetection> detect_pytorchjob(const Environment& env) {
   if (!nnodes) return std::nullopt;
   ClusterDetection found;
   found.scheduler = "PyTorchJob";
-  std::string_view text = launcher::trim(*nnodes);
+  std::string_view text = config::trim(*nnodes);
   int lo = 0;
   int hi = 0;
   if (auto colon = text.find(':'); colon != std::string_view::npos) {
-    if (!launcher::parse_int(text.substr(0, colon), lo) ||
-        !launcher::parse_int(text.substr(colon + 1), hi) || lo < 1 || hi < lo) {
+    if (!config::parse_int(text.substr(0, colon), lo) ||
+        !config::parse_int(text.substr(colon + 1), hi) || lo < 1 || hi < lo) {
       found.notes.push_back(fmt::format("PET_NNODES='{}' is not N or MIN:MAX; ignored", text));
     } else if (lo != hi) {
       found.notes.push_back(
@@ -39,7 +39,7 @@ std::optional<ClusterDetection> detect_pytorchjob(const Environment& env) {
     } else {
       found.settings.num_machines = lo;
     }
-  } else if (launcher::parse_int(text, lo) && lo >= 1) {
+  } else if (config::parse_int(text, lo) && lo >= 1) {
     found.settings.num_machines = lo;
   } else {
     found.notes.push_back(fmt::format("PET_NNODES='{}' is not a number; ignored", text));
@@ -59,7 +59,7 @@ std::optional<ClusterDetection> detect_pytorchjob(const Environment& env) {
   // "auto", "gpu" and "cpu" are torchrun's own choices; xlaunch's default already counts GPUs.
   if (auto nproc = lookup(env, "PET_NPROC_PER_NODE")) {
     int n = 0;
-    if (launcher::parse_int(*nproc, n) && n >= 1) found.settings.nproc_per_node = n;
+    if (config::parse_int(*nproc, n) && n >= 1) found.settings.nproc_per_node = n;
   }
   return found;
 }

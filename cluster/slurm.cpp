@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "cluster/hostlist.hpp"
-#include "launcher/text.hpp"
+#include "config/text.hpp"
 
 namespace xlaunch::cluster {
 
@@ -64,20 +64,20 @@ std::optional<std::string> crowded_node(const Environment& env, int node, int no
 
 std::vector<int> expand_tasks_per_node(std::string_view text) {
   std::vector<int> out;
-  for (std::string_view item : launcher::split(text, ',')) {
-    item = launcher::trim(item);
+  for (std::string_view item : config::split(text, ',')) {
+    item = config::trim(item);
     int count = 0;
     int repeat = 1;
     std::string_view count_text = item;
     if (auto open = item.find("(x"); open != std::string_view::npos) {
       if (item.back() != ')' ||
-          !launcher::parse_int(item.substr(open + 2, item.size() - open - 3), repeat) ||
-          repeat < 1 || repeat > 1'000'000) {
+          !config::parse_int(item.substr(open + 2, item.size() - open - 3), repeat) || repeat < 1 ||
+          repeat > 1'000'000) {
         throw std::invalid_argument(fmt::format("'{}' is not COUNT(xREPEAT)", item));
       }
       count_text = item.substr(0, open);
     }
-    if (!launcher::parse_int(count_text, count) || count < 0) {
+    if (!config::parse_int(count_text, count) || count < 0) {
       throw std::invalid_argument(fmt::format("'{}' is not a task count", item));
     }
     out.insert(out.end(), static_cast<std::size_t>(repeat), count);

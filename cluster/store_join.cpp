@@ -8,11 +8,11 @@
 #include "cluster/seconds.hpp"
 #include "cluster/store_backend_impl.hpp"
 #include "launcher/console.hpp"
-#include "launcher/text.hpp"
+#include "config/text.hpp"
 
 namespace xlaunch::cluster {
 
-using launcher::parse_int;
+using config::parse_int;
 using launcher::say;
 using rendezvous::StoreError;
 using rendezvous::StoreTimeout;

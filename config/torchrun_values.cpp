@@ -14,17 +14,6 @@
 namespace xlaunch::config {
 namespace {
 
-std::vector<std::string_view> split(std::string_view text, char sep) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t at = text.find(sep, start);
-    out.push_back(text.substr(start, at == std::string_view::npos ? at : at - start));
-    if (at == std::string_view::npos) return out;
-    start = at + 1;
-  }
-}
-
 std::optional<double> seconds(std::string_view text) {
   const auto value = parse_number(text);
   if (!value || !std::isfinite(*value) || *value <= 0 || *value > kMaxSeconds) return std::nullopt;

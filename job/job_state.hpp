@@ -16,7 +16,7 @@
 #include "job/launch.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/launch_plan.hpp"
-#include "launcher/nvml.hpp"
+#include "gpu/nvml.hpp"
 #include "launcher/process.hpp"
 #include "rendezvous/store_server.hpp"
 
@@ -33,7 +33,7 @@ struct Job {
   launcher::Environment parent_env;
   cluster::ClusterDetection cluster;
   config::Settings settings;  // the request's, with what the cluster manager says
-  std::optional<launcher::NvmlReport> nvml;
+  std::optional<gpu::NvmlReport> nvml;
   /// The supervisor reads it by reference: each round's membership updates it in place.
   launcher::LaunchPlan plan;
   config::JoinSettings join;

@@ -7,12 +7,13 @@
 #include "config/usage_error.hpp"
 #include "launcher/capacity.hpp"
 #include "launcher/console.hpp"
-#include "launcher/devices.hpp"
+#include "gpu/devices.hpp"
 #include "launcher/report.hpp"
 
 namespace xlaunch::job {
 
 using namespace launcher;
+using namespace gpu;
 
 namespace {
 

@@ -14,6 +14,7 @@
 namespace xlaunch::job {
 
 using namespace launcher;
+using namespace gpu;
 using namespace cluster;
 
 namespace {

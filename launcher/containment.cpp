@@ -76,15 +76,6 @@ std::string_view to_string(Containment mechanism) {
   return "process-group";
 }
 
-ContainmentRequest parse_containment_request(const std::optional<std::string>& value) {
-  if (!value || value->empty() || *value == "auto") return ContainmentRequest::Auto;
-  if (*value == "cgroup") return ContainmentRequest::Cgroup;
-  if (*value == "pidns") return ContainmentRequest::PidNamespace;
-  if (*value == "group") return ContainmentRequest::ProcessGroup;
-  throw UsageError(fmt::format("{}={}: not a containment mechanism", kContainmentVariable, *value),
-                   "use auto (the default), cgroup, pidns or group");
-}
-
 std::vector<Containment> containment_candidates(ContainmentRequest request) {
   switch (request) {
     case ContainmentRequest::Cgroup:

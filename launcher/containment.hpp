@@ -1,13 +1,16 @@
 // Orphan containment: how xlaunch makes sure no descendant of a worker outlives the job,
 // even one that left its process group (setsid, daemons) or a SIGKILLed launcher. The pure
 // parts: the XLAUNCH_CONTAINMENT setting, /proc parsing, the choice and its description.
-// containment_posix.cpp probes the machine and runs the guardian.
+// containment_posix.cpp probes the machine and sets a mechanism up, guardian_posix.cpp runs
+// the guardian, cgroup_posix.cpp handles the run's cgroup.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "config/containment_setting.hpp"
 
 namespace xlaunch::launcher {
 
@@ -19,14 +22,9 @@ enum class Containment { Cgroup, PidNamespace, ProcessGroup };
 /// "cgroup", "pid-namespace", "process-group".
 std::string_view to_string(Containment mechanism);
 
-/// The environment variable that forces a mechanism.
-inline constexpr std::string_view kContainmentVariable = "XLAUNCH_CONTAINMENT";
-
-enum class ContainmentRequest { Auto, Cgroup, PidNamespace, ProcessGroup };
-
-/// XLAUNCH_CONTAINMENT's value: unset or empty → Auto, else auto|cgroup|pidns|group.
-/// Throws UsageError (exit 2) naming the variable and the accepted values otherwise.
-ContainmentRequest parse_containment_request(const std::optional<std::string>& value);
+/// What XLAUNCH_CONTAINMENT asks for, parsed in config/.
+using config::ContainmentRequest;
+using config::kContainmentVariable;
 
 /// The mechanisms to try, in order: auto tries all (process groups always work); a forced
 /// one only itself.

@@ -26,22 +26,6 @@ ContainmentProbe probe(Containment m, bool works, std::string detail) {
 
 }  // namespace
 
-TEST_CASE("XLAUNCH_CONTAINMENT accepts auto, cgroup, pidns and group", "[containment]") {
-  CHECK(parse_containment_request(std::nullopt) == ContainmentRequest::Auto);
-  CHECK(parse_containment_request("") == ContainmentRequest::Auto);
-  CHECK(parse_containment_request("auto") == ContainmentRequest::Auto);
-  CHECK(parse_containment_request("cgroup") == ContainmentRequest::Cgroup);
-  CHECK(parse_containment_request("pidns") == ContainmentRequest::PidNamespace);
-  CHECK(parse_containment_request("group") == ContainmentRequest::ProcessGroup);
-  try {
-    parse_containment_request("namespace");
-    FAIL("accepted a bad value");
-  } catch (const xlaunch::UsageError& e) {
-    CHECK_THAT(e.what(), Catch::Contains("XLAUNCH_CONTAINMENT=namespace"));
-    CHECK_THAT(e.hint(), Catch::Contains("cgroup, pidns or group"));
-  }
-}
-
 TEST_CASE("auto tries the best mechanism first; a forced one only itself", "[containment]") {
   CHECK(containment_candidates(ContainmentRequest::Auto) ==
         std::vector{Containment::Cgroup, Containment::PidNamespace, Containment::ProcessGroup});

@@ -32,7 +32,7 @@ std::string format_env_report(const EnvReport& r) {
     out += fmt::format("NVIDIA driver:         {}\n",
                        r.nvml->driver_version.empty() ? "?" : r.nvml->driver_version);
     out += fmt::format("GPUs (NVML):           {}\n", r.nvml->gpus.size());
-    for (const GpuInfo& gpu : r.nvml->gpus) {
+    for (const gpu::GpuInfo& gpu : r.nvml->gpus) {
       bool bf16 = gpu.compute_major >= 8;
       out += fmt::format("  [{}] {}, {:.1f} GiB, compute capability {}.{}, bf16 {}, {}\n",
                          gpu.index, gpu.name, gib(gpu.memory_bytes), gpu.compute_major,

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/nvml.hpp"
+#include "gpu/nvml.hpp"
 #include "launcher/python_probe.hpp"
 #include "launcher/system_info.hpp"
 
@@ -15,7 +15,7 @@ struct EnvReport {
   std::string xlaunch_version;
   std::string build;  // compiler, build type, sanitizers
   SystemInfo system;
-  std::optional<NvmlReport> nvml;
+  std::optional<gpu::NvmlReport> nvml;
   std::optional<std::string> cuda_visible_devices;
   std::vector<std::string> visible_gpus;   // as the launcher would use them
   std::string cluster;                     // describe(detect_cluster(...)); empty: none

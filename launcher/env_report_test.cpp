@@ -18,9 +18,9 @@ TEST_CASE("the env report names GPUs, versions, scoping and the config", "[env_r
   r.system.os = "Debian GNU/Linux 12 (bookworm)";
   r.system.cpus = 2;
   r.system.nccl_version = 22805;
-  NvmlReport nvml;
+  xlaunch::gpu::NvmlReport nvml;
   nvml.driver_version = "580.1";
-  GpuInfo t4;
+  xlaunch::gpu::GpuInfo t4;
   t4.index = 0;
   t4.name = "Tesla T4";
   t4.compute_major = 7;

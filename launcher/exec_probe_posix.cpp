@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
+#include "config/text.hpp"
 #include "launcher/program.hpp"
-#include "launcher/text.hpp"
 
 namespace xlaunch::launcher {
 namespace {
@@ -20,7 +20,7 @@ std::optional<std::string> find_executable(const std::string& name, const std::s
     if (!is_executable_file(name)) return std::nullopt;
     return std::filesystem::absolute(name).lexically_normal().string();
   }
-  for (std::string_view dir : split(path_var, ':')) {
+  for (std::string_view dir : config::split(path_var, ':')) {
     std::string candidate = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + name;
     if (is_executable_file(candidate)) {
       return std::filesystem::absolute(candidate).lexically_normal().string();

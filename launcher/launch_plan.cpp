@@ -11,8 +11,7 @@
 #include "config/torchrun_values.hpp"
 #include "config/usage_error.hpp"
 #include "config/validate.hpp"
-#include "launcher/devices.hpp"
-#include "launcher/text.hpp"
+#include "gpu/devices.hpp"
 
 namespace xlaunch::launcher {
 
@@ -42,59 +41,8 @@ int local_process_count(const config::Settings& s, int num_machines, int default
   return total / num_machines;
 }
 
-std::set<int> parse_rank_filter(const std::string& value, int local_world_size) {
-  std::set<int> ranks;
-  for (std::string_view item : split(value, ',')) {
-    int rank = -1;
-    if (!parse_int(item, rank) || rank < 0 || rank >= local_world_size) {
-      throw UsageError(fmt::format("--local_ranks_filter: '{}' is not a local rank in 0..{}",
-                                   trim(item), local_world_size - 1),
-                       "give comma-separated local ranks, e.g. --local_ranks_filter 0");
-    }
-    ranks.insert(rank);
-  }
-  return ranks;
-}
-
-}  // namespace
-
-std::vector<int> parse_std_spec(const std::string& flag, const std::string& value,
-                                int local_world_size) {
-  auto bad = [&] {
-    return UsageError(fmt::format("{}: '{}' is not a valid value", flag, value),
-                      fmt::format("use 0 (none), 1 (stdout), 2 (stderr), 3 (both), or per local "
-                                  "rank like {} 0:3,1:2",
-                                  flag));
-  };
-  std::vector<int> per_rank(local_world_size, 0);
-  int all = 0;
-  if (parse_int(value, all)) {
-    if (all < 0 || all > 3) throw bad();
-    std::fill(per_rank.begin(), per_rank.end(), all);
-    return per_rank;
-  }
-  for (std::string_view item : split(value, ',')) {
-    auto colon = item.find(':');
-    int rank = -1, streams = -1;
-    if (colon == std::string_view::npos || !parse_int(item.substr(0, colon), rank) ||
-        !parse_int(item.substr(colon + 1), streams) || rank < 0 || rank >= local_world_size ||
-        streams < 0 || streams > 3) {
-      throw bad();
-    }
-    per_rank[rank] = streams;
-  }
-  return per_rank;
-}
-
-std::string make_run_id(std::chrono::system_clock::time_point now, std::uint32_t random) {
-  auto seconds = std::chrono::floor<std::chrono::seconds>(now);
-  return fmt::format("{:%Y%m%d-%H%M%S}-{:06x}", seconds, random & 0xffffffu);
-}
-
-LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
-                     const std::vector<std::string>& visible_gpus, std::string run_id) {
-  LaunchPlan plan;
-  plan.argv = std::move(argv);
+// --rdzv_id, or the generated id.
+void set_run_id(LaunchPlan& plan, const config::Settings& s, const std::string& run_id) {
   plan.run_id = s.rdzv_id.value_or(run_id);
   // The config schema checks ids from flags, env and files; this also covers settings built
   // in code, since the id becomes a folder name.
@@ -103,6 +51,9 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
         fmt::format("--rdzv_id: '{}' is not a valid run id", config::printable(plan.run_id)),
         "use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit");
   }
+}
+
+void set_machines(LaunchPlan& plan, const config::Settings& s) {
   plan.num_machines = positive(s.num_machines, "--num_machines", 1);
   plan.machine_rank = s.machine_rank.value_or(0);
   if (plan.machine_rank < 0 || plan.machine_rank >= plan.num_machines) {
@@ -110,16 +61,14 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
                                  plan.machine_rank, plan.num_machines),
                      fmt::format("machine ranks run from 0 to {}", plan.num_machines - 1));
   }
+}
 
-  const bool cpu = s.use_cpu.value_or(false) || s.distributed_type == DistributedType::MultiCpu;
-  const bool data_parallel = s.distributed_type == DistributedType::DataParallel;
-  std::vector<std::string> selected;
-  if (!cpu) selected = select_gpus(s.gpu_ids.value_or("all"), visible_gpus);
-  if (cpu && s.gpu_ids && *s.gpu_ids != "all") {
-    throw UsageError("--gpu_ids was given for a CPU job (--use_cpu or MULTI_CPU)",
-                     "drop --gpu_ids, or drop --use_cpu to run on those GPUs");
-  }
-
+// This machine's worker count: from the flags, else one per selected GPU (DP: one process
+// for all of them), checked against the GPUs there are.
+int local_workers(const config::Settings& s, const std::vector<std::string>& selected,
+                  const std::vector<std::string>& visible_gpus, int num_machines, bool cpu,
+                  bool data_parallel) {
+  int local = 1;
   const int default_count =
       (data_parallel || selected.empty()) ? 1 : static_cast<int>(selected.size());
   if (s.distributed_type == DistributedType::MultiGpu && !cpu && selected.empty()) {
@@ -137,33 +86,52 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
       throw UsageError("--nproc_per_node cpu asks for CPU workers, but this launch uses GPUs",
                        "add --cpu for CPU workers, or use --nproc_per_node gpu");
     }
-    plan.local_world_size = config::count_for_nproc_device(
-        *s.nproc_per_node_device, selected, static_cast<int>(std::thread::hardware_concurrency()));
+    local = config::count_for_nproc_device(*s.nproc_per_node_device, selected,
+                                           static_cast<int>(std::thread::hardware_concurrency()));
   } else {
-    plan.local_world_size = local_process_count(s, plan.num_machines, default_count);
+    local = local_process_count(s, num_machines, default_count);
   }
-  if (data_parallel && plan.local_world_size != 1) {
+  if (data_parallel && local != 1) {
     throw UsageError(fmt::format("distributed_type DP runs one process per machine that uses "
                                  "all its GPUs, but {} processes per machine were asked for",
-                                 plan.local_world_size),
+                                 local),
                      "use --num_processes equal to --num_machines, or DDP (MULTI_GPU)");
   }
-  if (!cpu && !data_parallel && !selected.empty() &&
-      plan.local_world_size > static_cast<int>(selected.size())) {
+  if (!cpu && !data_parallel && !selected.empty() && local > static_cast<int>(selected.size())) {
     throw UsageError(
         fmt::format("{} GPU workers were asked for on this machine, but only {} GPU(s) were "
                     "found ({})",
-                    plan.local_world_size, selected.size(), fmt::join(selected, ",")),
+                    local, selected.size(), fmt::join(selected, ",")),
         fmt::format("use --num_processes {} (one per GPU), or --use_cpu for CPU workers",
-                    selected.size() * plan.num_machines));
+                    selected.size() * num_machines));
   }
+  return local;
+}
+
+// The GPUs the workers get, their count, and the job's ranks.
+void set_workers(LaunchPlan& plan, const config::Settings& s,
+                 const std::vector<std::string>& visible_gpus) {
+  const bool cpu = s.use_cpu.value_or(false) || s.distributed_type == DistributedType::MultiCpu;
+  const bool data_parallel = s.distributed_type == DistributedType::DataParallel;
+  std::vector<std::string> selected;
+  if (!cpu) selected = gpu::select_gpus(s.gpu_ids.value_or("all"), visible_gpus);
+  if (cpu && s.gpu_ids && *s.gpu_ids != "all") {
+    throw UsageError("--gpu_ids was given for a CPU job (--use_cpu or MULTI_CPU)",
+                     "drop --gpu_ids, or drop --use_cpu to run on those GPUs");
+  }
+  plan.local_world_size =
+      local_workers(s, selected, visible_gpus, plan.num_machines, cpu, data_parallel);
   if (!data_parallel && static_cast<int>(selected.size()) > plan.local_world_size) {
     selected.resize(plan.local_world_size);  // one GPU per worker; the rest stay untouched
   }
   plan.gpus = selected;
   plan.world_size = plan.local_world_size * plan.num_machines;
   plan.rank_offset = plan.machine_rank * plan.local_world_size;
+}
 
+// distributed_type (from the worker count when not given), mixed precision and accelerate's
+// launch arguments.
+void set_distributed(LaunchPlan& plan, const config::Settings& s) {
   if (s.distributed_type) {
     plan.distributed_type = *s.distributed_type;
   } else if (plan.world_size > 1) {
@@ -172,7 +140,10 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
   }
   plan.mixed_precision = s.mixed_precision.value_or(config::MixedPrecision::No);
   plan.accelerate = config::accelerate_launch(s, plan.distributed_type, plan.local_world_size);
+}
 
+// Where the workers find the store, and where it listens.
+void set_store_address(LaunchPlan& plan, const config::Settings& s) {
   if (s.main_process_port) {
     if (*s.main_process_port < 0 || *s.main_process_port > 65535) {
       throw UsageError(
@@ -186,7 +157,10 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
     plan.bind_host = s.bind_addr.value_or("");
   else if (s.bind_addr)
     plan.bind_host = *s.bind_addr;
+}
 
+// The log folder, restarts and the SIGTERM-to-SIGKILL grace.
+void set_restarts(LaunchPlan& plan, const config::Settings& s) {
   if (s.log_dir && !s.log_dir->empty()) plan.log_dir = *s.log_dir;
   plan.max_restarts = s.max_restarts.value_or(0);
   if (plan.max_restarts < 0) {
@@ -199,23 +173,10 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
                                  config::kMaxSeconds, term));
   }
   plan.term_timeout = std::chrono::milliseconds(static_cast<long long>(term * 1000));
+}
 
-  if (s.local_ranks_filter && !trim(*s.local_ranks_filter).empty()) {
-    plan.console_ranks = parse_rank_filter(*s.local_ranks_filter, plan.local_world_size);
-  }
-  plan.console_streams.assign(plan.local_world_size, ConsoleStreams{});
-  if (s.redirects) {
-    auto redirected = parse_std_spec("--redirects", *s.redirects, plan.local_world_size);
-    for (int r = 0; r < plan.local_world_size; ++r) {
-      plan.console_streams[r].stdout_shown = !(redirected[r] & 1);
-      plan.console_streams[r].stderr_shown = !(redirected[r] & 2);
-    }
-  }
-  if (s.tee)
-    parse_std_spec("--tee", *s.tee, plan.local_world_size);  // validated; tee is the default
-  if (s.role) plan.role = *s.role;
-  plan.virtual_local_rank = s.virtual_local_rank.value_or(false);
-
+// Stall detection and Python stacks (docs/diagnose.md).
+void set_diagnosis(LaunchPlan& plan, const config::Settings& s) {
   const double stall = s.stall_timeout.value_or(300.0);
   if (!(stall >= 0) || !(stall <= config::kMaxSeconds)) {
     throw UsageError(fmt::format("--stall_timeout must be 0 (off) to {:.0f} seconds (got {})",
@@ -224,6 +185,31 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
   plan.stall_timeout = std::chrono::milliseconds(static_cast<long long>(stall * 1000));
   plan.stop_on_stall = s.on_stall.value_or("continue") == "stop";
   plan.python_stacks = s.python_stacks.value_or(true);
+}
+
+}  // namespace
+
+std::string make_run_id(std::chrono::system_clock::time_point now, std::uint32_t random) {
+  auto seconds = std::chrono::floor<std::chrono::seconds>(now);
+  return fmt::format("{:%Y%m%d-%H%M%S}-{:06x}", seconds, random & 0xffffffu);
+}
+
+LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
+                     const std::vector<std::string>& visible_gpus, std::string run_id) {
+  LaunchPlan plan;
+  plan.argv = std::move(argv);
+  set_run_id(plan, s, run_id);
+  set_machines(plan, s);
+  set_workers(plan, s, visible_gpus);
+  set_distributed(plan, s);
+  set_store_address(plan, s);
+  set_restarts(plan, s);
+  config::ConsoleSelection console = config::console_selection(s, plan.local_world_size);
+  plan.console_ranks = std::move(console.ranks);
+  plan.console_streams = std::move(console.streams);
+  if (s.role) plan.role = *s.role;
+  plan.virtual_local_rank = s.virtual_local_rank.value_or(false);
+  set_diagnosis(plan, s);
   return plan;
 }
 

@@ -9,16 +9,10 @@
 #include <vector>
 
 #include "config/accelerate_env.hpp"
+#include "config/log_specs.hpp"
 #include "config/settings.hpp"
 
 namespace xlaunch::launcher {
-
-/// Which of a worker's streams reach the console (torchrun's --redirects: a redirected
-/// stream goes to its log file only).
-struct ConsoleStreams {
-  bool stdout_shown = true;
-  bool stderr_shown = true;
-};
 
 struct LaunchPlan {
   std::vector<std::string> argv;  // what every worker runs
@@ -38,10 +32,10 @@ struct LaunchPlan {
   int max_restarts = 0;
   int first_attempt = 0;  // an elastic job's machine that joins late starts at its round
   std::chrono::milliseconds term_timeout{10'000};
-  std::optional<std::set<int>> console_ranks;   // local ranks shown; nullopt: all
-  std::vector<ConsoleStreams> console_streams;  // per local rank
-  config::AccelerateLaunch accelerate;          // what accelerate's environment depends on
-  std::string role = "default";                 // torchrun's --role: ROLE_NAME
+  std::optional<std::set<int>> console_ranks;           // local ranks shown; nullopt: all
+  std::vector<config::ConsoleStreams> console_streams;  // per local rank
+  config::AccelerateLaunch accelerate;                  // what accelerate's environment depends on
+  std::string role = "default";                         // torchrun's --role: ROLE_NAME
   bool virtual_local_rank = false;  // torchrun's: LOCAL_RANK=0, each worker sees its own GPU
   // Stop signals ignored when xlaunch started (nohup, a background job of a script): they
   // stay ignored, as the one who started xlaunch asked.
@@ -57,11 +51,6 @@ struct LaunchPlan {
 /// UsageError (exit 2) for every inconsistency, naming the flag and what to do.
 LaunchPlan make_plan(const config::Settings& settings, std::vector<std::string> argv,
                      const std::vector<std::string>& visible_gpus, std::string run_id);
-
-/// Parses torchrun's --redirects/--tee value ("3", or "0:1,1:2" per local rank) into the
-/// streams each local rank sends to files: bit 1 stdout, bit 2 stderr.
-std::vector<int> parse_std_spec(const std::string& flag, const std::string& value,
-                                int local_world_size);
 
 /// A fresh run id: UTC date-time plus random hex, sortable in a log folder.
 std::string make_run_id(std::chrono::system_clock::time_point now, std::uint32_t random);

@@ -93,9 +93,6 @@ TEST_CASE("console filters and redirects", "[plan]") {
   CHECK_FALSE(p.console_streams[1].stderr_shown);
   s.local_ranks_filter = "5";
   CHECK_THROWS_WITH(plan_for(s), Catch::Contains("--local_ranks_filter"));
-  CHECK(parse_std_spec("--tee", "2", 2) == std::vector<int>{2, 2});
-  CHECK_THROWS_AS(parse_std_spec("--tee", "4", 2), UsageError);
-  CHECK_THROWS_AS(parse_std_spec("--tee", "0:9", 2), UsageError);
 }
 
 TEST_CASE("ports and timeouts and restarts are checked", "[plan]") {

@@ -6,10 +6,14 @@
 #include <csignal>
 #include <cstring>
 
+#include "config/text.hpp"
 #include "launcher/error_file.hpp"
 #include "launcher/exit_status.hpp"
 
 namespace xlaunch::launcher {
+
+using config::iso_time;
+using config::json_quote;
 
 int exit_code_of(const WorkerOutcome& worker) {
   if (worker.signal) return exit_status::kSignalBase + *worker.signal;
@@ -32,12 +36,6 @@ std::string describe_end(const WorkerOutcome& worker) {
   }
   if (worker.exit_code) return fmt::format("exited with code {}", *worker.exit_code);
   return "is still running";
-}
-
-std::string iso_time(Clock::time_point time) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(time.time_since_epoch()).count();
-  auto seconds = std::chrono::floor<std::chrono::seconds>(time);
-  return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:03d}Z", seconds, static_cast<int>(ms % 1000));
 }
 
 std::string format_root_cause(const RootCause& cause, int world_size) {
@@ -77,55 +75,6 @@ std::string format_root_cause(const RootCause& cause, int world_size) {
     }
     if (cut) out += "xlaunch:   | ... (cut; see the file)\n";
   }
-  return out;
-}
-
-std::string json_quote(std::string_view text) {
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        continue;
-      case '\\':
-        out += "\\\\";
-        continue;
-      case '\n':
-        out += "\\n";
-        continue;
-      case '\r':
-        out += "\\r";
-        continue;
-      case '\t':
-        out += "\\t";
-        continue;
-      default:
-        break;
-    }
-    if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\u{:04x}", c);
-    } else if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      // Copy a well-formed UTF-8 sequence; escape a stray byte as U+FFFD.
-      int extra = (c >= 0xf0 && c <= 0xf4)   ? 3
-                  : (c >= 0xe0)              ? 2
-                  : (c >= 0xc2 && c <= 0xdf) ? 1
-                                             : -1;
-      bool ok = extra > 0 && i + extra < text.size();
-      for (int k = 1; ok && k <= extra; ++k) {
-        ok = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
-      }
-      if (ok) {
-        out.append(text.substr(i, extra + 1));
-        i += extra;
-      } else {
-        out += "\\ufffd";
-      }
-    }
-  }
-  out += "\"";
   return out;
 }
 

@@ -61,11 +61,4 @@ std::string format_root_cause(const RootCause& cause, int world_size);
 /// summary.json's content.
 std::string summary_json(const RunSummary& summary);
 
-/// ISO 8601 UTC with milliseconds, e.g. 2026-11-21T23:05:01.123Z.
-std::string iso_time(Clock::time_point time);
-
-/// A JSON string literal (quotes included), escaping control characters and invalid UTF-8
-/// bytes so that arbitrary worker output can be embedded.
-std::string json_quote(std::string_view text);
-
 }  // namespace xlaunch::launcher

@@ -43,14 +43,6 @@ TEST_CASE("the root cause names rank, host, pid, cause, stderr and error file", 
   CHECK_THAT(text, Catch::Contains("xlaunch:   | boom\n"));  // the message, out of its JSON
 }
 
-TEST_CASE("JSON strings survive control characters and broken UTF-8", "[report]") {
-  CHECK(json_quote("a\"b\\c\n") == "\"a\\\"b\\\\c\\n\"");
-  CHECK(json_quote(std::string("\x01", 1)) == "\"\\u0001\"");
-  CHECK(json_quote("héllo") == "\"héllo\"");
-  CHECK(json_quote("\xff") == "\"\\ufffd\"");
-  CHECK(json_quote("\xc3") == "\"\\ufffd\"");  // truncated sequence at the end
-}
-
 TEST_CASE("summary.json lists every worker of every attempt", "[report]") {
   RunSummary s;
   s.run_id = "r";

@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "config/atomic_write.hpp"
+#include "config/text.hpp"
 #include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/launch_error.hpp"
@@ -121,7 +122,7 @@ int RunFiles::open_stream_log(const std::string& rank_dir, std::string_view name
 
 void RunFiles::log(std::string_view line) {
   if (log_fd_ < 0) return;
-  write_all(log_fd_, fmt::format("{} {}\n", iso_time(Clock::now()), line));
+  write_all(log_fd_, fmt::format("{} {}\n", config::iso_time(Clock::now()), line));
 }
 
 void RunFiles::write_summary(std::string_view json) const {

@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "launcher/gpu_summary.hpp"
+#include "gpu/gpu_summary.hpp"
 
 namespace xlaunch::report {
 namespace {
@@ -166,8 +166,8 @@ std::string rank_lane(const RunPicture& p, const Scale& sc, int rank, double y,
   return out + ends + "</g>\n";
 }
 
-std::string gpu_lane(const std::vector<launcher::GpuSample>& samples,
-                     const launcher::GpuStats& stats, const Scale& sc, double y) {
+std::string gpu_lane(const std::vector<gpu::GpuSample>& samples,
+                     const gpu::GpuStats& stats, const Scale& sc, double y) {
   std::string out = fmt::format(
       "<g class=\"lane gpu-lane\" data-gpu=\"{0}\"><rect class=\"lane-bg\" x=\"{1}\" "
       "y=\"{2:.1f}\" width=\"{3}\" height=\"{4}\"/><text x=\"8\" y=\"{5:.1f}\">GPU {0}</text>"
@@ -175,12 +175,12 @@ std::string gpu_lane(const std::vector<launcher::GpuSample>& samples,
       "<text x=\"8\" y=\"{9:.1f}\" font-size=\"11\">mem peak {10}</text>",
       stats.gpu, kLabelWidth, y, kPlotWidth, kGpuLane - 6, y + 18, y + 34,
       stats.average_utilization, stats.peak_utilization, y + 50,
-      html_escape(launcher::format_bytes(stats.peak_memory)));
+      html_escape(gpu::format_bytes(stats.peak_memory)));
   const double bottom = y + kGpuLane - 8;
   const double height = kGpuLane - 12;
   std::string util, memory;
   double first_x = 0, last_x = 0;
-  for (const launcher::GpuSample& s : samples) {
+  for (const gpu::GpuSample& s : samples) {
     if (s.gpu != stats.gpu) continue;
     const double x = sc.x(s.unix_ms);
     if (util.empty()) first_x = x;
@@ -291,7 +291,7 @@ std::string stall_windows(const RunPicture& p, const Scale& sc, const Lanes& l) 
 }
 
 std::string timeline_svg(const RunPicture& p, const Scale& sc, const Lanes& l,
-                         const launcher::GpuUse& use) {
+                         const gpu::GpuUse& use) {
   unsigned max_lines = 1;
   for (const ActivityPoint& a : p.activity) max_lines = std::max(max_lines, a.lines);
   std::string svg = fmt::format(
@@ -307,7 +307,7 @@ std::string timeline_svg(const RunPicture& p, const Scale& sc, const Lanes& l,
   svg += restart_marks(p, sc, l);
   svg += stall_windows(p, sc, l);
   y = l.gpus_top;
-  for (const launcher::GpuStats& stats : use.gpus) {
+  for (const gpu::GpuStats& stats : use.gpus) {
     svg += gpu_lane(p.gpu, stats, sc, y);
     y += kGpuLane;
   }
@@ -329,7 +329,7 @@ constexpr std::string_view kLegend =
 std::string render_report_html(const RunPicture& p) {
   const Scale sc = time_scale(p);
   const Lanes lanes = lanes_of(p);
-  const launcher::GpuUse use = launcher::summarize_gpu_use(p.gpu, lanes.gpus, {});
+  const gpu::GpuUse use = gpu::summarize_gpu_use(p.gpu, lanes.gpus, {});
 
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   html += fmt::format("<title>xlaunch run {}</title><style>{}</style></head><body>\n",

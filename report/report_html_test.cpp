@@ -37,7 +37,7 @@ RunPicture picture() {
   p.activity = {{0, 0, 1, 3}, {0, 1, 2, 40}};
   for (int t = 0; t < 9; ++t) {
     for (unsigned gpu : {0u, 1u}) {
-      xlaunch::launcher::GpuSample s;
+      xlaunch::gpu::GpuSample s;
       s.unix_ms = t * 1000;
       s.gpu = gpu;
       s.utilization = gpu == 0 ? 97 : 20;

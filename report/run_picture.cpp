@@ -6,7 +6,7 @@
 #include <charconv>
 #include <chrono>
 
-#include "launcher/text.hpp"
+#include "config/text.hpp"
 
 namespace json = boost::json;
 
@@ -130,8 +130,8 @@ std::optional<std::int64_t> parse_iso_ms(std::string_view s) {
 
 std::vector<ActivityPoint> parse_activity_csv(std::string_view csv) {
   std::vector<ActivityPoint> points;
-  for (std::string_view line : launcher::split(csv, '\n')) {
-    const auto fields = launcher::split(line, ',');
+  for (std::string_view line : config::split(csv, '\n')) {
+    const auto fields = config::split(line, ',');
     ActivityPoint p;
     if (fields.size() == 4 && parse_number(fields[0], p.attempt) &&
         parse_number(fields[1], p.rank) && parse_number(fields[2], p.unix_second) &&
@@ -195,7 +195,7 @@ RunPicture parse_run_picture(std::string_view summary_json, std::string_view act
   if (const json::value* stall = member(o, "stall")) read_stall(*stall, p.stalls);
   if (const json::value* stalls = member(o, "stalls")) read_stall(*stalls, p.stalls);
   p.activity = parse_activity_csv(activity_csv);
-  p.gpu = launcher::parse_gpu_csv(gpu_csv);
+  p.gpu = gpu::parse_gpu_csv(gpu_csv);
   return p;
 }
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/gpu_summary.hpp"
+#include "gpu/gpu_summary.hpp"
 
 namespace xlaunch::report {
 
@@ -55,7 +55,7 @@ struct RunPicture {
   std::optional<std::string> root_cause;  // "rank 1 exited with code 3 (attempt 0)"
   std::vector<RankSpan> spans;
   std::vector<ActivityPoint> activity;
-  std::vector<launcher::GpuSample> gpu;
+  std::vector<gpu::GpuSample> gpu;
   std::vector<StallWindow> stalls;
 };
 

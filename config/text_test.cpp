@@ -1,0 +1,40 @@
+#include "config/text.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace xlaunch::config;
+
+TEST_CASE("trim drops blanks at both ends only", "[text]") {
+  CHECK(trim("  a b \t\r\n") == "a b");
+  CHECK(trim(" \n ").empty());
+}
+
+TEST_CASE("split keeps empty pieces", "[text]") {
+  CHECK(split("a,,b", ',') == std::vector<std::string_view>{"a", "", "b"});
+  CHECK(split("", ',') == std::vector<std::string_view>{""});
+}
+
+TEST_CASE("parse_int takes a whole base-10 int, blanks aside", "[text]") {
+  int n = 0;
+  CHECK(parse_int(" 42 ", n));
+  CHECK(n == 42);
+  CHECK(parse_int("-3", n));
+  CHECK(n == -3);
+  CHECK_FALSE(parse_int("4x", n));
+  CHECK_FALSE(parse_int("", n));
+  CHECK_FALSE(parse_int("99999999999", n));  // overflow
+}
+
+TEST_CASE("JSON strings survive control characters and broken UTF-8", "[text]") {
+  CHECK(json_quote("a\"b\\c\n") == "\"a\\\"b\\\\c\\n\"");
+  CHECK(json_quote(std::string("\x01", 1)) == "\"\\u0001\"");
+  CHECK(json_quote("héllo") == "\"héllo\"");
+  CHECK(json_quote("\xff") == "\"\\ufffd\"");
+  CHECK(json_quote("\xc3") == "\"\\ufffd\"");  // truncated sequence at the end
+}
+
+TEST_CASE("iso_time: UTC with milliseconds", "[text]") {
+  const auto t =
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(1'700'000'000'123));
+  CHECK(iso_time(t) == "2023-11-14T22:13:20.123Z");
+}

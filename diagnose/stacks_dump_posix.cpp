@@ -1,0 +1,121 @@
+// Python stacks on demand: the dump signal to every rank whose faulthandler is registered,
+// then polling their dump files until each is complete (or 3 s passed).
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "diagnose/stacks_site.hpp"
+#include "diagnose/stall_monitor_impl.hpp"
+
+namespace xlaunch::diagnose {
+namespace {
+
+constexpr auto kDumpPoll = std::chrono::milliseconds(100);
+constexpr int kDumpPolls = 30;  // a rank that has not dumped within 3s is reported without
+
+std::string read_from(const std::string& path, std::uintmax_t offset) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::uintmax_t size_of(const std::string& path) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : n;
+}
+
+}  // namespace
+
+void StallMonitor::Impl::collect_stacks(std::function<void(std::vector<RankStacks>)> done) {
+  collecting = true;
+  auto result = std::make_shared<std::vector<RankStacks>>();
+  auto pending = std::make_shared<std::vector<Pending>>();
+  for (auto& [local, r] : ranks) {
+    if (!r.started) continue;
+    RankStacks s;
+    s.rank = r.rank;
+    if (!r.alive) {
+      s.missing = ended_text(state_of(r));
+    } else if (!options.python_stacks) {
+      s.missing = "stacks not available (--python_stacks false)";
+    } else if (stacks_dir.empty() ||
+               !std::filesystem::exists(stacks_file(stacks_dir, r.rank, r.pid))) {
+      // Only a worker whose faulthandler is registered may get the signal: for any other
+      // program its default action is to terminate.
+      s.missing = "stacks not available: not a Python worker";
+    } else {
+      const std::string path = stacks_file(stacks_dir, r.rank, r.pid);
+      const auto size = size_of(path);
+      pending->push_back({r.rank, path, size, size});
+      ::kill(static_cast<pid_t>(r.pid), stacks_signal());
+    }
+    result->push_back(std::move(s));
+  }
+  poll_dumps(result, pending, 0, std::move(done));
+}
+
+void StallMonitor::Impl::poll_dumps(std::shared_ptr<std::vector<RankStacks>> result,
+                                    std::shared_ptr<std::vector<Pending>> pending, int round,
+                                    std::function<void(std::vector<RankStacks>)> done) {
+  bool all = true;
+  for (Pending& p : *pending) {
+    if (p.done) continue;
+    const auto size = size_of(p.path);
+    // Complete once it grew and then stayed the same for one poll.
+    if (size > p.from && size == p.seen && round > 0) {
+      p.done = true;
+    } else {
+      p.seen = size;
+      all = false;
+    }
+  }
+  if (all || round >= kDumpPolls || !active) {
+    for (Pending& p : *pending) {
+      for (RankStacks& s : *result) {
+        if (s.rank != p.rank) continue;
+        s.dump = read_from(p.path, p.from);
+        if (s.dump.empty()) s.missing = "no stacks: it did not answer the dump signal in 3s";
+      }
+    }
+    collecting = false;
+    done(std::move(*result));
+    if (dump_again && active) {
+      dump_again = false;
+      dump_on_request();
+    }
+    return;
+  }
+  dump_timer.expires_after(kDumpPoll);
+  dump_timer.async_wait([this, result, pending, round,
+                         done = std::move(done)](const boost::system::error_code& ec) mutable {
+    if (ec) {
+      collecting = false;
+      return;
+    }
+    poll_dumps(result, pending, round + 1, std::move(done));
+  });
+}
+
+void StallMonitor::Impl::dump_on_request() {
+  if (collecting) {
+    dump_again = true;
+    return;
+  }
+  auto requests = registration->requests();  // answered by this dump
+  collect_stacks([this, requests](std::vector<RankStacks> stacks) {
+    const std::string text = "xlaunch: Python stacks of every rank, identical ones once:\n" +
+                             format_stack_groups(group_stacks(stacks), "xlaunch:   ");
+    out.say(text);
+    out.log(text);
+    registration->publish_stacks(text);
+    registration->answer(requests);
+  });
+}
+
+}  // namespace xlaunch::diagnose

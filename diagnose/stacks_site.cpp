@@ -1,0 +1,72 @@
+#include "diagnose/stacks_site.hpp"
+
+#include <fmt/format.h>
+#include <signal.h>
+
+namespace xlaunch::diagnose {
+
+std::string_view sitecustomize_text() {
+  return R"PY(# Written by xlaunch (see docs/diagnose.md). It lets xlaunch show this worker's Python
+# stacks: faulthandler dumps every thread to a file on XLAUNCH_STACKS_SIGNAL. Then it runs the
+# sitecustomize module this one shadows, if there is one.
+def _xlaunch_setup():
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    folder = os.environ.get("XLAUNCH_STACKS_DIR")
+    signum = os.environ.get("XLAUNCH_STACKS_SIGNAL")
+    if folder and signum:
+        try:
+            import faulthandler
+
+            base = os.path.join(folder, "rank_%s.%d" % (os.environ.get("RANK", "x"), os.getpid()))
+            # Kept open for good: faulthandler writes to its descriptor from the signal.
+            dump = open(base + ".stacks", "w")
+            faulthandler.register(int(signum), file=dump, all_threads=True)
+            sys._xlaunch_stacks_file = dump
+
+            # A script that sets MASTER_ADDR / MASTER_PORT itself dials another address than
+            # xlaunch's store: note it, so that xlaunch can say so when the rank never arrives.
+            class _Environ(type(os.environ)):
+                def __setitem__(self, key, value):
+                    super().__setitem__(key, value)
+                    if key in ("MASTER_ADDR", "MASTER_PORT"):
+                        try:
+                            with open(base + ".env", "a") as notes:
+                                notes.write("%s=%s\n" % (key, value))
+                        except OSError:
+                            pass
+
+            os.environ.__class__ = _Environ
+        except Exception as error:  # never keep the script from running
+            sys.stderr.write("xlaunch sitecustomize: stacks not available: %s\n" % error)
+    # Chain: import the next sitecustomize on the path, as if this one did not exist.
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    me = sys.modules.pop("sitecustomize", None)
+    try:
+        import sitecustomize  # noqa: F401
+    except ImportError as error:
+        if error.name != "sitecustomize":
+            raise
+    finally:
+        # The import system expects a "sitecustomize" entry when this module returns.
+        sys.modules.setdefault("sitecustomize", me)
+
+
+_xlaunch_setup()
+del _xlaunch_setup
+)PY";
+}
+
+int stacks_signal() { return SIGRTMIN + 4; }
+
+std::string stacks_file(const std::string& dir, int rank, long pid) {
+  return fmt::format("{}/rank_{}.{}.stacks", dir, rank, pid);
+}
+
+std::string notes_file(const std::string& dir, int rank, long pid) {
+  return fmt::format("{}/rank_{}.{}.env", dir, rank, pid);
+}
+
+}  // namespace xlaunch::diagnose

@@ -1,0 +1,23 @@
+// The sitecustomize.py that xlaunch puts first on Python workers' PYTHONPATH: at start-up it
+// registers faulthandler for the dump signal (writing to a per-process file the launcher
+// reads), notes a script's own MASTER_ADDR/MASTER_PORT, then runs the sitecustomize it
+// shadows. The script itself runs unchanged.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace xlaunch::diagnose {
+
+/// The module's text.
+std::string_view sitecustomize_text();
+
+/// The signal a worker dumps its stacks on: SIGRTMIN+4, not SIGUSR1/SIGUSR2, which training
+/// frameworks use themselves (Lightning requeues a SLURM job on SIGUSR1).
+int stacks_signal();
+
+/// Where a worker's dump and its notes go: DIR/rank_<rank>.<pid>.stacks / .env.
+std::string stacks_file(const std::string& dir, int rank, long pid);
+std::string notes_file(const std::string& dir, int rank, long pid);
+
+}  // namespace xlaunch::diagnose

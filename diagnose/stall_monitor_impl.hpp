@@ -1,0 +1,111 @@
+// The stall monitor's state and steps, shared by its three files (stall_monitor.hpp is the
+// interface; this header is internal to diagnose/): stall_monitor_posix.cpp sets it up, runs
+// its timer and signal and reports a stall; stall_sampling_posix.cpp samples every rank
+// each second (the stall signal's inputs, the dial check); stacks_dump_posix.cpp asks the
+// Python ranks for their stacks and collects the dumps.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "diagnose/proc_sample.hpp"
+#include "diagnose/stacks_group.hpp"
+#include "diagnose/stacks_registry.hpp"
+#include "diagnose/stall_detect.hpp"
+#include "diagnose/stall_monitor.hpp"
+#include "diagnose/stall_report.hpp"
+
+namespace xlaunch::diagnose {
+
+namespace asio = boost::asio;
+
+struct StallMonitor::Impl {
+  // What the monitor knows of one local rank in this attempt.
+  struct RankInfo {
+    int rank = 0;
+    long pid = 0;
+    bool started = false;
+    bool alive = false;
+    std::string ended;
+    std::optional<Clock::time_point> ended_at;
+    std::optional<std::string> last_line;
+    std::optional<Clock::time_point> last_output;
+    std::uint64_t lines = 0;
+    // The latest sample.
+    double cpu_seconds = 0;
+    std::uint64_t store_requests = 0;
+    std::vector<std::string> waiting_keys;
+    std::vector<std::string> connecting;
+    int dial_ticks = 0;
+    bool dial_reported = false;
+    std::optional<std::string> dial_target;  // where it dials instead of the store
+  };
+
+  asio::io_context& io;
+  const Options options;
+  const Output out;
+  StoreClients store_clients;
+  StallMonitor* self;
+  std::string temp_dir;  // python/sitecustomize.py and stacks/, removed at the end
+  std::string python_dir;
+  std::string stacks_dir;
+  std::optional<LauncherRegistration> registration;
+  asio::signal_set usr1{io};
+  asio::steady_timer tick_timer{io};
+  asio::steady_timer dump_timer{io};
+  std::map<int, RankInfo> ranks;  // by local rank
+  std::optional<StallDetector> detector;
+  bool active = false;
+  bool collecting = false;
+  bool dump_again = false;  // a request came while a dump was being collected
+  std::optional<std::string> last_stall_json;
+  std::string store_addr;  // this attempt's
+  std::uint16_t store_port = 0;
+
+  Impl(asio::io_context& i, Options o, Output w, StoreClients s, StallMonitor* m);
+  ~Impl();
+
+  // --- set-up, timer, signal, the stall report (stall_monitor_posix.cpp) ---------------
+
+  void make_python_dir();
+  void arm_tick();
+  void arm_usr1();
+  RankStallState state_of(const RankInfo& r) const;
+  void report_stall(double window, const std::vector<RankStacks>& stacks);
+
+  // --- sampling each second (stall_sampling_posix.cpp) ----------------------------------
+
+  std::optional<std::pair<std::string, std::string>> script_address(const RankInfo& r) const;
+  void tick();
+  void sample_sockets(
+      RankInfo& r, const TreeSample& tree, const SocketTables& tables,
+      const std::map<std::uint16_t, const rendezvous::StoreServer::ClientInfo*>& by_port);
+  void check_dialing(RankInfo& r, bool to_store, int unlisted);
+
+  // --- stacks (stacks_dump_posix.cpp) ---------------------------------------------------
+
+  struct Pending {
+    int rank;
+    std::string path;
+    std::uintmax_t from;
+    std::uintmax_t seen;
+    bool done = false;
+  };
+
+  void collect_stacks(std::function<void(std::vector<RankStacks>)> done);
+  void poll_dumps(std::shared_ptr<std::vector<RankStacks>> result,
+                  std::shared_ptr<std::vector<Pending>> pending, int round,
+                  std::function<void(std::vector<RankStacks>)> done);
+  void dump_on_request();
+};
+
+}  // namespace xlaunch::diagnose

@@ -1,0 +1,188 @@
+// The stall monitor's set-up (the sitecustomize folder, the stacks registry), its timer and
+// SIGUSR1, the stall report, and what the supervisor calls.
+#include <fmt/format.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "config/atomic_write.hpp"
+#include "diagnose/stacks_site.hpp"
+#include "diagnose/stall_monitor_impl.hpp"
+
+namespace xlaunch::diagnose {
+namespace {
+
+constexpr auto kTick = std::chrono::seconds(1);
+
+}  // namespace
+
+StallMonitor::Impl::Impl(asio::io_context& i, Options o, Output w, StoreClients s, StallMonitor* m)
+    : io(i), options(std::move(o)), out(std::move(w)), store_clients(std::move(s)), self(m) {
+  if (options.python_stacks) make_python_dir();
+  registration.emplace(options.registry_dir, options.run_id);
+  usr1.add(SIGUSR1);
+}
+
+StallMonitor::Impl::~Impl() {
+  // Once nobody dumps stacks, a late SIGUSR1 must not end the launcher (its default
+  // action) while it writes the summary.
+  boost::system::error_code ec_ignored;
+  usr1.clear(ec_ignored);
+  ::signal(SIGUSR1, SIG_IGN);
+  if (temp_dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(temp_dir, ec);
+}
+
+void StallMonitor::Impl::make_python_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern =
+      fmt::format("{}/xlaunch-stacks-{}-XXXXXX", tmp && *tmp ? tmp : "/tmp", options.run_id);
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    out.log(fmt::format("python stacks off: cannot create {}: {}", pattern, std::strerror(errno)));
+    return;
+  }
+  temp_dir = pattern;
+  python_dir = temp_dir + "/python";
+  stacks_dir = temp_dir + "/stacks";
+  try {
+    config::atomic_write(python_dir + "/sitecustomize.py", sitecustomize_text());
+    std::filesystem::create_directories(stacks_dir);
+  } catch (const std::exception& e) {
+    out.log(fmt::format("python stacks off: {}", e.what()));
+    python_dir.clear();
+    stacks_dir.clear();
+  }
+}
+
+void StallMonitor::Impl::arm_tick() {
+  tick_timer.expires_after(kTick);
+  tick_timer.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || !active) return;
+    tick();
+    arm_tick();
+  });
+}
+
+void StallMonitor::Impl::arm_usr1() {
+  usr1.async_wait([this](const boost::system::error_code& ec, int) {
+    if (ec || !active) return;
+    out.say("xlaunch: SIGUSR1: dumping every rank's Python stacks\n");
+    dump_on_request();
+    arm_usr1();
+  });
+}
+
+RankStallState StallMonitor::Impl::state_of(const RankInfo& r) const {
+  RankStallState s;
+  s.rank = r.rank;
+  s.pid = r.pid;
+  s.alive = r.alive;
+  s.ended = r.ended;
+  s.ended_at = r.ended_at;
+  s.last_line = r.last_line;
+  s.last_output = r.last_output;
+  s.waiting_keys = r.waiting_keys;
+  s.dialing = r.connecting;
+  // A refused connect has no SYN_SENT row: the target found by the dial check.
+  if (r.dial_target &&
+      std::find(s.dialing.begin(), s.dialing.end(), *r.dial_target) == s.dialing.end()) {
+    s.dialing.push_back(*r.dial_target);
+  }
+  if (detector) s.cpu_seconds = detector->cpu_in_window(r.rank);
+  return s;
+}
+
+void StallMonitor::Impl::report_stall(double window, const std::vector<RankStacks>& stacks) {
+  if (!active) return;
+  StallReport report;
+  report.window_seconds = window;
+  report.at = Clock::now();
+  for (const auto& [local, r] : ranks) {
+    if (r.started) report.ranks.push_back(state_of(r));
+  }
+  report.stacks = group_stacks(stacks);
+  const std::string text = format_stall_report(report);
+  out.say(text);
+  out.log(text);
+  last_stall_json = diagnose::stall_json(report);
+  if (options.stop_on_stall && self->on_stall_stop) self->on_stall_stop();
+}
+
+StallMonitor::StallMonitor(boost::asio::io_context& io, Options options, Output output,
+                           StoreClients store_clients)
+    : impl_(std::make_unique<Impl>(io, std::move(options), std::move(output),
+                                   std::move(store_clients), this)) {}
+
+StallMonitor::~StallMonitor() = default;
+
+void StallMonitor::add_worker_env(std::map<std::string, std::string>& env) const {
+  if (impl_->python_dir.empty()) return;
+  const auto path = env.find("PYTHONPATH");
+  env["PYTHONPATH"] = path != env.end() && !path->second.empty()
+                          ? impl_->python_dir + ":" + path->second
+                          : impl_->python_dir;
+  env["XLAUNCH_STACKS_DIR"] = impl_->stacks_dir;
+  env["XLAUNCH_STACKS_SIGNAL"] = std::to_string(stacks_signal());
+  // A fatal signal (SIGSEGV, SIGABRT...) prints the Python traceback to stderr, which the
+  // root-cause report shows.
+  if (!env.contains("PYTHONFAULTHANDLER")) env["PYTHONFAULTHANDLER"] = "1";
+}
+
+void StallMonitor::begin_attempt(const std::string& store_addr, std::uint16_t store_port) {
+  Impl& s = *impl_;
+  s.store_addr = store_addr;
+  s.store_port = store_port;
+  s.ranks.clear();
+  s.active = true;
+  s.collecting = false;
+  s.dump_again = false;
+  s.detector.reset();
+  if (s.options.stall_timeout.count() > 0) s.detector.emplace(s.options.stall_timeout);
+  s.arm_tick();
+  s.arm_usr1();
+}
+
+void StallMonitor::on_start(int local_rank, int rank, long pid) {
+  Impl::RankInfo& r = impl_->ranks[local_rank];
+  r = Impl::RankInfo{};
+  r.rank = rank;
+  r.pid = pid;
+  r.started = true;
+  r.alive = true;
+}
+
+void StallMonitor::on_output(int local_rank, std::string_view line) {
+  Impl::RankInfo& r = impl_->ranks[local_rank];
+  ++r.lines;
+  if (line.empty()) return;
+  r.last_line = std::string(line.substr(0, 300));
+  r.last_output = Clock::now();
+}
+
+void StallMonitor::on_end(int local_rank, std::string description) {
+  Impl::RankInfo& r = impl_->ranks[local_rank];
+  r.alive = false;
+  r.dial_target.reset();
+  r.ended = std::move(description);
+  r.ended_at = Clock::now();
+}
+
+void StallMonitor::end_attempt() {
+  Impl& s = *impl_;
+  s.active = false;
+  s.tick_timer.cancel();
+  s.dump_timer.cancel();
+  s.usr1.cancel();
+}
+
+const std::optional<std::string>& StallMonitor::stall_json() const {
+  return impl_->last_stall_json;
+}
+
+}  // namespace xlaunch::diagnose

@@ -1,0 +1,159 @@
+// NVML through dlopen: xlaunch must start on machines without a GPU driver, so it links
+// no GPU library and looks the few functions it needs up at run time.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+
+#include "gpu/nvml.hpp"
+
+namespace xlaunch::gpu {
+namespace {
+
+using Device = void*;
+struct Memory {
+  unsigned long long total, free, used;
+};
+struct Utilization {
+  unsigned gpu, memory;
+};
+// nvmlProcessInfo_t as the _v3 (and _v2) entry points fill it.
+struct ProcessInfo {
+  unsigned pid;
+  unsigned long long used_memory;
+  unsigned gpu_instance_id, compute_instance_id;
+};
+constexpr int kInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+
+struct Nvml {
+  int (*init)() = nullptr;
+  int (*shutdown)() = nullptr;
+  int (*count)(unsigned*) = nullptr;
+  int (*handle)(unsigned, Device*) = nullptr;
+  int (*name)(Device, char*, unsigned) = nullptr;
+  int (*uuid)(Device, char*, unsigned) = nullptr;
+  int (*memory)(Device, Memory*) = nullptr;
+  int (*capability)(Device, int*, int*) = nullptr;
+  int (*driver)(char*, unsigned) = nullptr;
+};
+
+template <typename F>
+bool bind(void* lib, const char* symbol, F& into) {
+  into = reinterpret_cast<F>(::dlsym(lib, symbol));
+  return into != nullptr;
+}
+
+const char* library_path() {
+  const char* override_path = std::getenv("XLAUNCH_NVML_LIBRARY");
+  return override_path != nullptr && *override_path != '\0' ? override_path : "libnvidia-ml.so.1";
+}
+
+}  // namespace
+
+std::optional<NvmlReport> query_nvml() {
+  void* lib = ::dlopen(library_path(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return std::nullopt;
+  Nvml nvml;
+  bool ok = bind(lib, "nvmlInit_v2", nvml.init) && bind(lib, "nvmlShutdown", nvml.shutdown) &&
+            bind(lib, "nvmlDeviceGetCount_v2", nvml.count) &&
+            bind(lib, "nvmlDeviceGetHandleByIndex_v2", nvml.handle) &&
+            bind(lib, "nvmlDeviceGetName", nvml.name) &&
+            bind(lib, "nvmlDeviceGetUUID", nvml.uuid) &&
+            bind(lib, "nvmlDeviceGetMemoryInfo", nvml.memory) &&
+            bind(lib, "nvmlDeviceGetCudaComputeCapability", nvml.capability) &&
+            bind(lib, "nvmlSystemGetDriverVersion", nvml.driver);
+  if (!ok || nvml.init() != 0) {
+    ::dlclose(lib);
+    return std::nullopt;
+  }
+  NvmlReport report;
+  std::array<char, 96> text{};
+  if (nvml.driver(text.data(), text.size()) == 0) report.driver_version = text.data();
+  unsigned count = 0;
+  if (nvml.count(&count) == 0) {
+    for (unsigned i = 0; i < count; ++i) {
+      Device device = nullptr;
+      if (nvml.handle(i, &device) != 0) continue;
+      GpuInfo gpu;
+      gpu.index = i;
+      if (nvml.name(device, text.data(), text.size()) == 0) gpu.name = text.data();
+      if (nvml.uuid(device, text.data(), text.size()) == 0) gpu.uuid = text.data();
+      Memory memory{};
+      if (nvml.memory(device, &memory) == 0) gpu.memory_bytes = memory.total;
+      nvml.capability(device, &gpu.compute_major, &gpu.compute_minor);
+      report.gpus.push_back(gpu);
+    }
+  }
+  nvml.shutdown();
+  ::dlclose(lib);
+  return report;
+}
+
+struct NvmlSession::Impl {
+  void* lib = nullptr;
+  int (*init)() = nullptr;
+  int (*shutdown)() = nullptr;
+  int (*handle)(unsigned, Device*) = nullptr;
+  int (*memory)(Device, Memory*) = nullptr;
+  int (*utilization)(Device, Utilization*) = nullptr;
+  int (*processes)(Device, unsigned*, ProcessInfo*) = nullptr;
+  std::vector<ProcessInfo> buffer = std::vector<ProcessInfo>(64);
+
+  ~Impl() {
+    if (shutdown) shutdown();
+    if (lib) ::dlclose(lib);
+  }
+};
+
+NvmlSession::NvmlSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+NvmlSession::~NvmlSession() = default;
+
+std::unique_ptr<NvmlSession> NvmlSession::open() {
+  auto impl = std::make_unique<Impl>();
+  impl->lib = ::dlopen(library_path(), RTLD_NOW | RTLD_LOCAL);
+  if (impl->lib == nullptr) return nullptr;
+  void* lib = impl->lib;
+  // Drivers since r470 export the _v3 process list; older ones only _v2.
+  const bool ok = bind(lib, "nvmlInit_v2", impl->init) &&
+                  bind(lib, "nvmlDeviceGetHandleByIndex_v2", impl->handle) &&
+                  bind(lib, "nvmlDeviceGetMemoryInfo", impl->memory) &&
+                  bind(lib, "nvmlDeviceGetUtilizationRates", impl->utilization) &&
+                  (bind(lib, "nvmlDeviceGetComputeRunningProcesses_v3", impl->processes) ||
+                   bind(lib, "nvmlDeviceGetComputeRunningProcesses_v2", impl->processes));
+  if (!ok || impl->init() != 0) return nullptr;
+  bind(lib, "nvmlShutdown", impl->shutdown);  // only once init succeeded
+  return std::unique_ptr<NvmlSession>(new NvmlSession(std::move(impl)));
+}
+
+std::optional<GpuReading> NvmlSession::read(unsigned index) {
+  Impl& nvml = *impl_;
+  Device device = nullptr;
+  if (nvml.handle(index, &device) != 0) return std::nullopt;
+  GpuReading reading;
+  Memory memory{};
+  if (nvml.memory(device, &memory) != 0) return std::nullopt;
+  reading.memory_used = memory.used;
+  reading.memory_total = memory.total;
+  Utilization utilization{};
+  if (nvml.utilization(device, &utilization) == 0) reading.utilization = utilization.gpu;
+  for (int tries = 0; tries < 3; ++tries) {
+    unsigned count = static_cast<unsigned>(nvml.buffer.size());
+    const int rc = nvml.processes(device, &count, nvml.buffer.data());
+    if (rc == kInsufficientSize) {  // more processes than room: grow and ask again
+      nvml.buffer.resize(std::max<std::size_t>(count + 16, nvml.buffer.size() * 2));
+      continue;
+    }
+    if (rc != 0) break;
+    for (unsigned i = 0; i < count && i < nvml.buffer.size(); ++i) {
+      // NVML reports "not available" as ~0ULL.
+      const unsigned long long used = nvml.buffer[i].used_memory;
+      reading.processes.push_back(
+          GpuProcess{static_cast<long>(nvml.buffer[i].pid), used == ~0ULL ? 0 : used});
+    }
+    break;
+  }
+  return reading;
+}
+
+}  // namespace xlaunch::gpu

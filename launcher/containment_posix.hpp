@@ -1,0 +1,87 @@
+// What the containment files share (internal to launcher/): containment_posix.cpp probes the
+// mechanisms and sets one up (GroupGuardian::start), cgroup_posix.cpp handles the run's
+// cgroup, guardian_posix.cpp forks and runs the guardian and kills through it.
+#pragma once
+
+#include <limits.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <optional>
+#include <string>
+
+#include "launcher/containment.hpp"
+
+namespace xlaunch::launcher {
+
+// How long a kill waits for the cgroup to empty (a process tearing down GPU contexts may
+// take seconds to die), and how long the launcher waits for the guardian to confirm.
+inline constexpr long kKillWaitMs = 10'000;
+inline constexpr long kAckWaitMs = kKillWaitMs + 5'000;
+
+std::string errno_text(int error);
+
+// Everything the guardian needs, prepared before fork: from then on it may only make
+// async-signal-safe calls (its parent may have threads), and allocates nothing.
+struct CgroupPaths {
+  char dir[PATH_MAX] = {};
+  char kill[PATH_MAX] = {};
+  char procs[PATH_MAX] = {};
+  char events[PATH_MAX] = {};
+};
+
+CgroupPaths cgroup_paths(const std::string& dir);
+
+// --- the run's cgroup (cgroup_posix.cpp) -------------------------------------------------
+// These four are async-signal-safe: the guardian and children between fork and exec call
+// them.
+
+long monotonic_ms();
+bool write_text(const char* path, const char* text);
+// SIGKILLs every process in the cgroup and waits (bounded) until it is empty. cgroup.kill
+// also reaches processes forked while it runs; the fallback repeats until none is left.
+void kill_cgroup(const CgroupPaths& cgroup);
+// rmdir, retrying while the last processes finish leaving (EBUSY).
+bool remove_cgroup(const CgroupPaths& cgroup);
+
+// Finding a place for it and checking it (the launcher only).
+
+// Where the run's cgroup goes: a new one below the launcher's own. On success `dir` is
+// its path (not created here) and detail the directory it is in.
+ContainmentProbe run_cgroup_location(std::string& dir);
+// Why no process can join the cgroup at `dir` (delegation, the "no internal processes"
+// rule, threaded sub-trees all show there); nullopt when one can.
+std::optional<std::string> cannot_join(const std::string& dir);
+// For `xlaunch env`: makes a run cgroup and checks that a process can join it. On
+// success `dir` is the new cgroup, which the caller removes.
+ContainmentProbe make_run_cgroup(std::string& dir);
+
+// Runs `body` in a forked child and returns its result: 0, or an errno.
+template <typename Body>
+int in_child(Body body) {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(body() & 0xff);
+  if (pid < 0) return errno;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return errno;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return EINTR;
+}
+
+// --- the guardian (guardian_posix.cpp) ---------------------------------------------------
+
+struct StartedGuardian {
+  long pid = -1;  // -1: not running; `failure` says why
+  int fd = -1;
+  std::string failure;
+};
+
+// Forks the guardian and waits for its "ready" (for the cgroup mechanism: the cgroup made).
+StartedGuardian fork_guardian(Containment mechanism, const CgroupPaths& cgroup);
+// Reaps child `pid` (signals do not cut the wait short); its wait status, 0 if already gone.
+int wait_for(long pid);
+
+}  // namespace xlaunch::launcher

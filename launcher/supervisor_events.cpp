@@ -1,0 +1,290 @@
+// One attempt's events on the supervisor's loop: starting the workers, their exits, the
+// launcher's stop signals, the teardown after a failure, and the attempt's end.
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <boost/system/system_error.hpp>
+#include <system_error>
+
+#include "launcher/exit_status.hpp"
+#include "launcher/process.hpp"
+#include "launcher/supervisor_impl.hpp"
+#include "launcher/worker_env.hpp"
+
+namespace xlaunch::launcher {
+namespace {
+
+// After a worker exits, how long its pipes may stay open (held by a descendant) before the
+// launcher stops reading them and reports the exit anyway.
+constexpr auto kDrainGrace = std::chrono::seconds(2);
+
+}  // namespace
+
+void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank) {
+  const int rank = plan.rank_offset + local_rank;
+  worker.outcome = WorkerOutcome{};
+  worker.outcome.rank = rank;
+  worker.outcome.local_rank = local_rank;
+  worker.outcome.attempt = attempt;
+  worker.prefix = fmt::format("[rank{}]: ", rank);
+  worker.drain_timer = std::make_unique<asio::steady_timer>(io);
+  Pipe out;
+  Pipe err;
+  Environment env;
+  try {
+    const std::string rank_dir = files.prepare_rank_dir(attempt, rank);
+    worker.error_file = rank_dir + "/error.json";
+    env = worker_environment(parent_env, plan, local_rank, attempt,
+                             WorkerPaths{worker.error_file, files.run_dir()});
+    if (monitor) monitor->add_worker_env(env);
+    out = make_pipe();
+    err = make_pipe();
+    open_stream(worker.out, local_rank, rank_dir, false, out);
+    open_stream(worker.err, local_rank, rank_dir, true, err);
+  } catch (const std::exception& e) {
+    // No descriptors left, a log folder that cannot be made...: this rank fails to start
+    // and the job ends with a report and its summary.json, like any other failure.
+    for (Pipe* pipe : {&out, &err}) {
+      close_fd(pipe->read_fd);
+      close_fd(pipe->write_fd);
+    }
+    for (Stream* stream : {&worker.out, &worker.err}) {
+      stream->pipe.reset();
+      close_fd(stream->log_fd);
+    }
+    worker.outcome.start = Clock::now();
+    worker.finished = true;  // nothing to reap or read
+    fail_to_start(worker, local_rank, exit_status::kFailure,
+                  fmt::format("could not set up this rank: {}", e.what()));
+    return;
+  }
+  ++unfinished;
+  worker.outcome.start = Clock::now();
+  try {
+    worker.outcome.pid =
+        spawn_worker(SpawnSpec{plan.argv, to_envp(env), out.write_fd, err.write_fd});
+    guardian.watch(worker.outcome.pid);
+    worker.running = true;
+    by_pid[worker.outcome.pid] = static_cast<std::size_t>(local_rank);
+    if (monitor) monitor->on_start(local_rank, rank, worker.outcome.pid);
+    if (hooks && hooks->on_worker_started)
+      hooks->on_worker_started(attempt, rank, worker.outcome.pid);
+    files.log(fmt::format("attempt {}: rank {} (local rank {}) started, pid {}", attempt, rank,
+                          local_rank, worker.outcome.pid));
+  } catch (const std::system_error& e) {
+    spawn_failed(worker, local_rank, e.code().value(), e.code().message());
+  } catch (const boost::system::system_error& e) {  // what Boost.Process throws
+    spawn_failed(worker, local_rank, e.code().value(), e.code().message());
+  }
+  close_fd(out.write_fd);
+  close_fd(err.write_fd);
+  read_more(worker, worker.out);
+  read_more(worker, worker.err);
+}
+
+void Supervisor::Impl::fail_to_start(Worker& worker, int local_rank, int exit_code,
+                                     const std::string& reason) {
+  worker.outcome.exit_code = exit_code;
+  worker.outcome.end = Clock::now();
+  worker.stderr_tail.push_back("xlaunch " + reason);
+  files.log(fmt::format("rank {}: {}", worker.outcome.rank, reason));
+  note_failure(static_cast<std::size_t>(local_rank));
+}
+
+void Supervisor::Impl::spawn_failed(Worker& worker, int local_rank, int error,
+                                    const std::string& message) {
+  fail_to_start(worker, local_rank,
+                error == ENOENT ? exit_status::kNotFound : exit_status::kCannotExecute,
+                fmt::format("could not execute {}: {}", plan.argv.front(), message));
+}
+
+void Supervisor::Impl::watch_children() {
+  child_signals.async_wait([this](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    for (const ExitEvent& event : reap_ended_children()) on_exit(event);
+    if (!attempt_done) watch_children();
+  });
+}
+
+void Supervisor::Impl::on_exit(const ExitEvent& event) {
+  auto it = by_pid.find(event.pid);
+  if (it == by_pid.end()) return;  // an adopted orphan, now reaped
+  const std::size_t index = it->second;
+  by_pid.erase(it);
+  Worker& worker = workers[index];
+  worker.running = false;
+  worker.outcome.exit_code = event.exit_code;
+  worker.outcome.signal = event.signal;
+  worker.outcome.end = Clock::now();
+  files.log(fmt::format("rank {} (pid {}) {}", worker.outcome.rank, event.pid,
+                        describe_end(worker.outcome)));
+  if (monitor) monitor->on_end(static_cast<int>(index), describe_end(worker.outcome));
+  // The failure is acted on at once; the report waits for the worker's last bytes.
+  if (failed(worker.outcome)) note_failure(index);
+  if (worker.drained()) {
+    finish_worker(worker);
+    return;
+  }
+  // A descendant may hold the pipes open: read on for a while, then report anyway.
+  worker.drain_timer->expires_after(kDrainGrace);
+  worker.drain_timer->async_wait([this, &worker](const boost::system::error_code& ec) {
+    if (ec) return;
+    files.log(
+        fmt::format("rank {}: its output pipes were still open {}s after it exited "
+                    "(held by a descendant); stopped reading them",
+                    worker.outcome.rank, kDrainGrace.count()));
+    close_stream(worker, worker.out);
+    close_stream(worker, worker.err);
+  });
+}
+
+void Supervisor::Impl::note_failure(std::size_t index) {
+  if (stopping) return;
+  first_failure = index;
+  publish_failure(local_failure());
+  stop_workers(SIGTERM);
+}
+
+void Supervisor::Impl::finish_worker(Worker& worker) {
+  if (worker.finished) return;
+  worker.finished = true;
+  worker.drain_timer->cancel();
+  --unfinished;
+  finish_if_done();
+}
+
+void Supervisor::Impl::stop_workers(int signal) {
+  // A second stop (a signal after another machine's stop) forwards its signal but keeps
+  // the first deadline: --term_timeout counts from the first request.
+  const bool first = !stopping;
+  stopping = true;
+  for (Worker& worker : workers) {
+    if (worker.finished || worker.outcome.pid == 0) continue;
+    if (worker.running) worker.outcome.stopped_by_launcher = true;
+    // An exited worker's group may still hold a descendant that keeps its pipes open.
+    signal_group(worker.outcome.pid, signal);
+  }
+  files.log(fmt::format("sent {} to every running worker's process group", signal_name(signal)));
+  if (!first) return;
+  kill_timer.expires_after(plan.term_timeout);
+  kill_timer.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    kill_all("--term_timeout expired");
+  });
+}
+
+void Supervisor::Impl::kill_all(std::string_view why) {
+  bool any = false;
+  for (Worker& worker : workers) {
+    if (worker.finished || worker.outcome.pid == 0) continue;
+    any = true;
+    signal_group(worker.outcome.pid, SIGKILL);
+  }
+  if (any) files.log(fmt::format("sent SIGKILL to every running worker ({})", why));
+}
+
+void Supervisor::Impl::add_stop_signals() {
+  for (int signal : kStopSignals) {
+    const auto& ignored = plan.ignored_stop_signals;
+    if (std::ranges::find(ignored, signal) == ignored.end()) stop_signals.add(signal);
+  }
+}
+
+void Supervisor::Impl::watch_stop_signals() {
+  stop_signals.async_wait([this](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    if (interrupted_by) {
+      say("xlaunch: {} again: killing every worker now\n", signal_name(signal));
+      kill_all("second signal");
+    } else if (first_failure) {
+      // The job is already failing: the signal hurries the teardown and rules out a
+      // restart, but the failure stays the root cause and its exit code.
+      interrupted_by = signal;
+      signal_after_failure = true;
+      say("xlaunch: {} while stopping after rank {}'s failure: killing every worker now\n",
+          signal_name(signal), workers[*first_failure].outcome.rank);
+      files.log(fmt::format("received {} while stopping after a failure", signal_name(signal)));
+      kill_all("signal during the teardown");
+    } else {
+      interrupted_by = signal;
+      say("xlaunch: {}: stopping every worker (waiting up to {:.3g}s; {} again kills them at "
+          "once)\n",
+          signal_name(signal), plan.term_timeout.count() / 1000.0, signal_name(signal));
+      files.log(fmt::format("received {}", signal_name(signal)));
+      publish_failure(interrupt_failure(signal));
+      stop_workers(signal);
+    }
+    if (!attempt_done) watch_stop_signals();
+  });
+}
+
+void Supervisor::Impl::finish_if_done() {
+  if (spawning || unfinished > 0 || attempt_done) return;
+  attempt_done = true;
+  // Descendants left in a worker's group, orphans adopted by this subreaper and (with a
+  // cgroup or a PID namespace) those that left their group would hold GPU memory:
+  // nothing outlives its job.
+  for (Worker& worker : workers) signal_group(worker.outcome.pid, SIGKILL);
+  guardian.kill_descendants();
+  kill_timer.cancel();
+  if (monitor) monitor->end_attempt();
+  child_signals.cancel();
+  stop_signals.cancel();
+  for (auto& waiter : console_waiters) {
+    if (waiter) waiter->cancel();
+  }
+}
+
+void Supervisor::Impl::run_attempt(int attempt) {
+  workers.clear();
+  workers.resize(plan.local_world_size);
+  by_pid.clear();
+  unfinished = 0;
+  stopping = false;
+  attempt_done = false;
+  failure_published = false;
+  stalled_stop = false;
+  first_failure.reset();
+  io.restart();
+  if (monitor) monitor->begin_attempt(plan.master_addr, plan.master_port);
+  add_stop_signals();
+  watch_children();
+  watch_stop_signals();
+  spawning = true;
+  for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
+    // A signal or a failure that arrives while workers start stops the start-up.
+    io.poll();
+    if (interrupted_by || stopping) break;
+    start_worker(workers[local_rank], attempt, local_rank);
+  }
+  spawning = false;
+  finish_if_done();
+  io.run();
+}
+
+void Supervisor::Impl::stop_for_stall() {
+  if (stopping || attempt_done) return;
+  stalled_stop = true;
+  say("xlaunch: stopping every worker: the job stalled (--on_stall stop; exit code {})\n",
+      exit_status::kStalled);
+  files.log("stopping every worker: the job stalled (--on_stall stop)");
+  publish_failure(stall_failure());
+  stop_workers(SIGTERM);
+}
+
+void Supervisor::Impl::publish_failure(const FailureRecord& record) {
+  if (failure_published || !hooks || !hooks->on_failure) return;
+  failure_published = true;
+  hooks->on_failure(attempt, record);
+}
+
+void Supervisor::Impl::remote_stop(int for_attempt, const std::string& reason) {
+  if (for_attempt != attempt || attempt_done || stopping) return;
+  failure_published = true;  // the job already has its root cause
+  say("xlaunch: stopping every worker: {}\n", reason);
+  files.log(fmt::format("stopping every worker: {}", reason));
+  stop_workers(SIGTERM);
+}
+
+}  // namespace xlaunch::launcher

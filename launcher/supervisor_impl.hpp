@@ -1,0 +1,149 @@
+// The supervisor's state and steps, shared by its three files (supervisor.hpp is the
+// interface; this header is internal to launcher/): supervisor.cpp runs the attempts and
+// turns each one's end into the run's summary; one attempt's events are handled in
+// supervisor_output.cpp (the workers' pipes to their logs and the console) and
+// supervisor_events.cpp (starting workers, their exits, stop signals, the end of an attempt).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "diagnose/output_activity.hpp"
+#include "diagnose/stall_monitor.hpp"
+#include "launcher/console.hpp"
+#include "launcher/line_splitter.hpp"
+#include "launcher/supervisor.hpp"
+
+namespace xlaunch::launcher {
+
+namespace asio = boost::asio;
+
+struct Supervisor::Impl {
+  // One of a worker's output pipes, on its way to the rank's log file and the console.
+  struct Stream {
+    std::unique_ptr<asio::posix::stream_descriptor> pipe;
+    std::vector<char> buffer;
+    LineSplitter splitter;
+    int log_fd = -1;
+    ConsoleStream console = ConsoleStream::out;
+    bool shown = true;
+    bool is_stderr = false;
+    bool bar_open = false;  // the last piece shown ended in '\r': the console line is unfinished
+  };
+
+  // A worker's life in one attempt: started, then reaped (its process ended) and drained (its
+  // pipes read to the end, or the grace ran out), in either order; finished when both.
+  struct Worker {
+    WorkerOutcome outcome;
+    std::string prefix;  // "[rank3]: "
+    std::string error_file;
+    Stream out;
+    Stream err;
+    std::deque<std::string> stderr_tail;
+    bool running = false;  // the process has not been reaped yet
+    bool finished = false;
+    std::unique_ptr<asio::steady_timer> drain_timer;
+
+    bool drained() const { return !out.pipe && !err.pipe; }
+  };
+
+  const LaunchPlan& plan;
+  const Environment& parent_env;
+  RunFiles& files;
+  std::string host;
+  GroupGuardian& guardian;
+
+  asio::io_context io;
+  asio::signal_set child_signals{io, SIGCHLD};
+  asio::signal_set stop_signals{io};  // those not ignored at start (add_stop_signals)
+  asio::steady_timer kill_timer{io};
+  std::unique_ptr<asio::posix::stream_descriptor> console_waiters[2];
+  bool console_armed[2] = {false, false};
+
+  std::vector<Worker> workers;
+  std::unordered_map<long, std::size_t> by_pid;
+  int unfinished = 0;     // workers started and not finished
+  bool spawning = false;  // the attempt cannot end before every worker was started
+  bool stopping = false;
+  bool attempt_done = false;  // nothing to wait for: handlers must not re-arm
+  std::optional<std::size_t> first_failure;
+  std::optional<int> interrupted_by;
+  bool signal_after_failure = false;  // interrupted_by came after first_failure
+  std::string console_piece;
+  const AttemptHooks* hooks = nullptr;
+  int attempt = 0;
+  bool failure_published = false;
+  std::unique_ptr<diagnose::StallMonitor> monitor;  // stalls, stacks, wrong addresses (diagnose.md)
+  bool stalled_stop = false;                        // --on_stall stop stopped this attempt
+  diagnose::OutputActivity activity;  // lines per rank per second, for the run's picture
+
+  Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g);
+  ~Impl();
+
+  // --- the attempts and their outcome (supervisor.cpp) ------------------------------
+
+  // What an attempt leaves in the summary: its workers (and those a stop kept from
+  // starting) and the last stall report; activity.csv is rewritten with every line so far.
+  void record_attempt(RunSummary& summary, int attempt);
+  // The attempt's end on its own: the exit code and root cause; true to restart.
+  bool end_local_attempt(RunSummary& summary, int attempt);
+  // The attempt's end with the other machines (hooks->after_attempt): this machine's
+  // failure goes out, the job's comes back; true when every machine restarts.
+  bool end_job_attempt(RunSummary& summary, int attempt);
+  // This machine's failure of the attempt, if any (a root cause is printed and kept).
+  std::optional<FailureRecord> local_outcome(RunSummary& summary);
+  FailureRecord local_failure() const;
+  FailureRecord interrupt_failure(int signal) const;
+  FailureRecord stall_failure() const;
+  RootCause root_cause(const Worker& worker) const;
+  diagnose::StallMonitor::Options monitor_options() const;
+  diagnose::StallMonitor::Output monitor_output();
+
+  // --- output (supervisor_output.cpp) ---------------------------------------------
+
+  void read_more(Worker& worker, Stream& stream);
+  void on_bytes(Worker& worker, Stream& stream, std::string_view bytes);
+  void on_piece(Worker& worker, Stream& stream, std::string_view text, char terminator);
+  // Waits for the console to take more while it has a backlog; never blocks the loop.
+  void arm_console();
+  void close_stream(Worker& worker, Stream& stream);
+  void open_stream(Stream& stream, int rank_index, const std::string& rank_dir, bool is_stderr,
+                   Pipe& pipe);
+
+  // --- workers, signals and the end of an attempt (supervisor_events.cpp) ----------
+
+  void start_worker(Worker& worker, int attempt, int local_rank);
+  // The rank could not be started (no descriptors left, a log folder that cannot be made;
+  // exec or fork failing although the program passed the checks): a failure of this rank,
+  // reported like any other.
+  void fail_to_start(Worker& worker, int local_rank, int exit_code, const std::string& reason);
+  void spawn_failed(Worker& worker, int local_rank, int error, const std::string& message);
+  void watch_children();
+  void on_exit(const ExitEvent& event);
+  // The first failure of the attempt stops every other worker.
+  void note_failure(std::size_t index);
+  void finish_worker(Worker& worker);
+  void stop_workers(int signal);
+  void kill_all(std::string_view why);
+  // Ignored at start (nohup's SIGHUP, say): not watched, so they stay ignored.
+  void add_stop_signals();
+  void watch_stop_signals();
+  // Ends the attempt once every worker was started, has exited and was read to the end.
+  void finish_if_done();
+  void run_attempt(int attempt);
+  // --on_stall stop: the stall report was printed; the job ends with kStalled.
+  void stop_for_stall();
+  void publish_failure(const FailureRecord& record);
+  void remote_stop(int for_attempt, const std::string& reason);
+};
+
+}  // namespace xlaunch::launcher

@@ -1,0 +1,101 @@
+// One attempt's output: each worker's pipes, cut into lines for its log file and the console.
+#include <fcntl.h>
+
+#include "launcher/supervisor_impl.hpp"
+
+namespace xlaunch::launcher {
+namespace {
+
+constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::size_t kStderrTailLines = 20;
+
+}  // namespace
+
+void Supervisor::Impl::read_more(Worker& worker, Stream& stream) {
+  stream.pipe->async_read_some(
+      asio::buffer(stream.buffer),
+      [this, &worker, &stream](const boost::system::error_code& ec, std::size_t n) {
+        // Closed meanwhile: a read that completed just before the drain grace ran out.
+        if (!stream.pipe) return;
+        if (n > 0) on_bytes(worker, stream, std::string_view(stream.buffer.data(), n));
+        if (ec) {
+          close_stream(worker, stream);
+        } else {
+          read_more(worker, stream);
+        }
+      });
+}
+
+void Supervisor::Impl::on_bytes(Worker& worker, Stream& stream, std::string_view bytes) {
+  if (stream.log_fd >= 0) write_all(stream.log_fd, bytes);
+  stream.splitter.feed(bytes, [&](std::string_view text, char terminator) {
+    on_piece(worker, stream, text, terminator);
+  });
+  arm_console();
+}
+
+void Supervisor::Impl::on_piece(Worker& worker, Stream& stream, std::string_view text,
+                                char terminator) {
+  if (text.empty() && terminator == '\r') return;  // tqdm starts each redraw with '\r'
+  if (monitor) monitor->on_output(worker.outcome.local_rank, text);
+  activity.note(attempt, worker.outcome.rank, Clock::now());
+  if (stream.is_stderr && !text.empty()) {
+    worker.stderr_tail.emplace_back(text);
+    if (worker.stderr_tail.size() > kStderrTailLines) worker.stderr_tail.pop_front();
+  }
+  if (!stream.shown) return;
+  console_piece.clear();
+  append_prefixed(console_piece, worker.prefix, text, terminator);
+  console_worker_text(stream.console, console_piece);
+  stream.bar_open = terminator == '\r';
+}
+
+void Supervisor::Impl::arm_console() {
+  if (attempt_done) return;
+  for (ConsoleStream stream : {ConsoleStream::out, ConsoleStream::err}) {
+    const int i = static_cast<int>(stream);
+    if (console_armed[i]) continue;
+    const int fd = console_wait_fd(stream);
+    if (fd < 0) continue;
+    if (!console_waiters[i]) {
+      const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      if (own < 0) continue;
+      console_waiters[i] = std::make_unique<asio::posix::stream_descriptor>(io, own);
+    }
+    console_armed[i] = true;
+    console_waiters[i]->async_wait(asio::posix::descriptor_base::wait_write,
+                                   [this, i](const boost::system::error_code& ec) {
+                                     console_armed[i] = false;
+                                     if (ec) return;
+                                     console_flush_now();
+                                     arm_console();
+                                   });
+  }
+}
+
+void Supervisor::Impl::close_stream(Worker& worker, Stream& stream) {
+  if (!stream.pipe) return;
+  stream.splitter.flush(
+      [&](std::string_view text, char terminator) { on_piece(worker, stream, text, terminator); });
+  // A progress bar's last redraw stays on screen, and the next line starts below it.
+  if (stream.bar_open) console_worker_text(stream.console, "\n");
+  arm_console();
+  stream.pipe.reset();
+  close_fd(stream.log_fd);
+  if (!worker.running && worker.drained()) finish_worker(worker);
+}
+
+void Supervisor::Impl::open_stream(Stream& stream, int rank_index, const std::string& rank_dir,
+                                   bool is_stderr, Pipe& pipe) {
+  stream.is_stderr = is_stderr;
+  stream.console = is_stderr ? ConsoleStream::err : ConsoleStream::out;
+  const bool rank_shown = !plan.console_ranks || plan.console_ranks->contains(rank_index);
+  const auto& streams = plan.console_streams[rank_index];
+  stream.shown = rank_shown && (is_stderr ? streams.stderr_shown : streams.stdout_shown);
+  stream.log_fd = files.open_stream_log(rank_dir, is_stderr ? "stderr.log" : "stdout.log");
+  stream.buffer.resize(kReadChunk);
+  stream.pipe = std::make_unique<asio::posix::stream_descriptor>(io, pipe.read_fd);
+  pipe.read_fd = -1;
+}
+
+}  // namespace xlaunch::launcher
