@@ -17,8 +17,8 @@ if(NOT EXISTS "${_xlaunch_libdir}/libc_nonshared.a")
                       "-DXLAUNCH_SYSROOT=<root>")
 endif()
 
-set(CMAKE_SYSTEM_NAME Linux)
-set(CMAKE_SYSTEM_PROCESSOR x86_64)
+# Not a cross build (CMAKE_SYSTEM_NAME stays unset): the programs run here, and GNUInstallDirs
+# keeps Debian's multiarch library folder.
 set(CMAKE_SYSROOT "${XLAUNCH_SYSROOT}")
 set(CMAKE_C_COMPILER gcc)
 set(CMAKE_CXX_COMPILER g++)
