@@ -23,7 +23,8 @@ if(CMAKE_SYSROOT)
 endif()
 
 # What the C++ sources use from a newer glibc than the sysroot's, declared for every file.
-add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-include$<SEMICOLON>${PROJECT_SOURCE_DIR}/packaging/glibc_compat.h>)
+set(compat_header ${PROJECT_SOURCE_DIR}/packaging/glibc_compat.h)
+add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-include$<SEMICOLON>${compat_header}>)
 
 # xlaunch_link_self_contained(TARGET): libstdc++ and libgcc linked in, plus the few C library
 # symbols they were built to expect from a newer glibc than the sysroot's (glibc_compat.c).

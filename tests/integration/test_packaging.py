@@ -62,7 +62,8 @@ def test_the_wheel_installs_the_binary_as_an_executable_and_the_python_package()
         assert (z.getinfo(binary).external_attr >> 16) & 0o111, "not executable in the wheel"
         assert z.read(binary) == artefact("xlaunch").read_bytes()
         for path in ("xlaunch/__init__.py", "xlaunch/__main__.py",
-                     "xlaunch/templates/python_ddp/train.py", "xlaunch/templates/examples/hello.py"):
+                     "xlaunch/templates/python_ddp/train.py",
+                     "xlaunch/templates/examples/hello.py"):
             assert path in names, sorted(names)
         wheel_meta = z.read(f"xlaunch-{version()}.dist-info/WHEEL").decode()
         assert "Root-Is-Purelib: false" in wheel_meta, wheel_meta

@@ -34,7 +34,8 @@ def wheel_copy(trixie_root, tmp_path_factory):
     copy.must(as_root=f"{APT} python3-venv >/dev/null",
               as_user=f"python3 -m venv v && v/bin/pip install --no-index -q /dist/{wheel.name}",
               binds={wheel.parent: "/dist"})
-    return copy
+    yield copy
+    copy.remove()
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,8 @@ def deb_copy(trixie_root, tmp_path_factory):
     copy = RootCopy(trixie_root, tmp_path_factory.mktemp("debian13-deb"))
     copy.must(as_root=f"{APT} /dist/{deb.name} cmake g++ make pkg-config >/dev/null",
               binds={deb.parent: "/dist"})
-    return copy
+    yield copy
+    copy.remove()
 
 
 def test_the_venv_xlaunch_runs_a_two_rank_torch_gloo_allreduce(wheel_copy, files):
@@ -81,7 +83,8 @@ def test_a_find_package_consumer_builds_against_the_deb_and_runs_under_its_xlaun
 
 def test_pkg_config_finds_the_deb_library(deb_copy):
     r = deb_copy.must(
-        as_user="cc -std=c11 -o consumer /consumers/c/consumer.c $(pkg-config --cflags --libs xlaunch)\n"
+        as_user="cc -std=c11 -o consumer /consumers/c/consumer.c "
+                "$(pkg-config --cflags --libs xlaunch)\n"
                 "xlaunch launch --num_processes 2 --no_python ./consumer",
         binds={CONSUMERS: "/consumers"})
     records = consumer_records(r.stdout)

@@ -15,8 +15,9 @@ def binary() -> pathlib.Path:
     for file in metadata.files("xlaunch") or ():
         if file.name == "xlaunch" and file.parent.name == "bin":
             return pathlib.Path(file.locate()).resolve()
-    raise FileNotFoundError("the xlaunch program is not among the files of the installed xlaunch "
-                            "distribution; reinstall it (pip install --force-reinstall xlaunch-*.whl)")
+    raise FileNotFoundError("the xlaunch program is not among the files of the installed "
+                            "xlaunch distribution; reinstall it "
+                            "(pip install --force-reinstall xlaunch-*.whl)")
 
 
 def templates() -> pathlib.Path:
