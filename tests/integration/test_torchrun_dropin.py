@@ -13,7 +13,7 @@ import pytest
 
 from config_helpers import isolated_env
 from launch_helpers import WORKERS
-from test_multi_machine import free_port
+from machine_fixtures import free_port
 
 # What torch 1.13's torch.distributed.run makes of a command line (run under Debian's
 # python3-torch): the values a launcher acts on.
