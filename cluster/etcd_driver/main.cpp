@@ -1,5 +1,5 @@
 // xlaunch-etcd-driver: the etcd client from the command line, for the integration tests
-// (tests/integration/test_etcd.py) and for looking at a job's keys by hand. Not installed.
+// (tests/integration/test_etcd_*.py) and for looking at a job's keys by hand. Not installed.
 //
 //   xlaunch-etcd-driver ENDPOINTS get KEY | get-prefix PREFIX | put KEY VALUE
 //                       create KEY VALUE | grant TTL | keepalive ID | revoke ID

@@ -1,7 +1,9 @@
-"""Helpers for the config integration tests: an isolated environment and a pty driver."""
+"""Helpers for the config integration tests: an isolated environment, the settings
+`xlaunch launch --dry_run` prints, and a pty driver."""
 import os
 import select
 import subprocess
+import sys
 import time
 
 
@@ -16,6 +18,22 @@ def isolated_env(tmp_path, **extra):
     env["HOME"] = str(tmp_path)
     env.update(extra)
     return env
+
+
+def dry_run(xlaunch_bin, tmp_path, args, env=None, expect=0):
+    """Runs `xlaunch launch --dry_run ARGS ./train.py --lr 1` in tmp_path, isolated (plus
+    env), expecting exit code `expect`; returns ({key: value} of its output, the result)."""
+    (tmp_path / "train.py").write_text("#!/usr/bin/env python3\nprint('hi')\n")
+    (tmp_path / "train.py").chmod(0o755)  # --no_python runs it as is
+    r = subprocess.run([xlaunch_bin, "launch", "--dry_run", "--python", sys.executable, *args,
+                        "./train.py", "--lr", "1"], capture_output=True, text=True,
+                       env=isolated_env(tmp_path, **(env or {})), cwd=tmp_path, timeout=60)
+    assert r.returncode == expect, r.stdout + r.stderr
+    values = {}
+    for line in r.stdout.splitlines():
+        key, _, value = line.partition(": ")
+        values[key] = value
+    return values, r
 
 
 class PtySession:

@@ -11,6 +11,10 @@ import subprocess
 
 import pytest
 
+# Helper modules that hold asserts moved there from test files: rewritten as test files are,
+# so that a failing assert still shows the values it compared.
+pytest.register_assert_rewrite("config_helpers", "etcd_helpers", "machine_fixtures")
+
 from launch_helpers import restore_default_stop_signals
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

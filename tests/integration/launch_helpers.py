@@ -79,6 +79,12 @@ def recorded_pids(out_dir, key="pid"):
     return pids
 
 
+def summary(log_dir):
+    """The one run folder under log_dir and its summary.json, parsed."""
+    (run_dir,) = [p for p in pathlib.Path(log_dir).iterdir() if p.is_dir()]
+    return run_dir, json.loads((run_dir / "summary.json").read_text())
+
+
 def restore_default_stop_signals():
     """Starts xlaunch as a foreground command would be: with the stop signals at their
     defaults. A runner that starts the tests as a script's background job hands down

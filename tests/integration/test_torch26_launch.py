@@ -11,7 +11,7 @@ import time
 import pytest
 
 from launch_helpers import launch, merged_env, wait_for_files
-from test_multi_machine import Machines, free_port
+from machine_fixtures import Machines, free_port
 from torch26_helpers import (REPO, WORKERS, WRAPPER, mounts_under, shim_env,  # noqa: F401
                              torch26_python, torch26_root)
 

@@ -2,18 +2,17 @@
 variables, and a differential test against torch 1.13's own argument parser.
 
 The hook is `xlaunch launch --dry_run`: it prints the merged settings, this machine's plan
-("plan.x: value") and the worker command, and starts nothing.
+("plan.x: value") and the worker command, and starts nothing. Values it refuses:
+test_torchrun_dropin_errors.py; what workers and a second launcher see:
+test_torchrun_dropin_workers.py.
 """
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-from config_helpers import isolated_env
-from launch_helpers import WORKERS
-from test_multi_machine import free_port
+from config_helpers import dry_run, isolated_env
 
 # What torch 1.13's torch.distributed.run makes of a command line (run under Debian's
 # python3-torch): the values a launcher acts on.
@@ -79,20 +78,6 @@ CORPUS = [
     ([], {"PET_RDZV_BACKEND": "c10d", "PET_RDZV_ENDPOINT": "127.0.0.1:29613", "PET_NNODES": "2",
           "PET_RDZV_CONF": "join_timeout=60"}),
 ]
-
-
-def dry_run(xlaunch_bin, tmp_path, args, env=None, expect=0):
-    (tmp_path / "train.py").write_text("#!/usr/bin/env python3\nprint('hi')\n")
-    (tmp_path / "train.py").chmod(0o755)  # --no_python runs it as is
-    r = subprocess.run([xlaunch_bin, "launch", "--dry_run", "--python", sys.executable, *args,
-                        "./train.py", "--lr", "1"], capture_output=True, text=True,
-                       env=isolated_env(tmp_path, **(env or {})), cwd=tmp_path, timeout=60)
-    assert r.returncode == expect, r.stdout + r.stderr
-    values = {}
-    for line in r.stdout.splitlines():
-        key, _, value = line.partition(": ")
-        values[key] = value
-    return values, r
 
 
 def test_xlaunch_agrees_with_torch_1_13_on_every_shared_value(xlaunch_bin, tmp_path,
@@ -230,64 +215,6 @@ def test_nproc_per_node_gpu_counts_visible_gpus_and_fails_without(xlaunch_bin, t
     assert "GPUs found: none" in r.stderr
 
 
-@pytest.mark.parametrize("args,env,message", [
-    (["--num_processes", "2", "--nproc_per_node", "3"], {},
-     "num_processes 2 and nproc_per_node 3 contradict each other"),
-    (["--multi_gpu", "--cpu"], {}, "--multi_gpu and --cpu/--use_cpu contradict each other"),
-    (["--distributed_type", "NO", "--num_processes", "2"], {},
-     "distributed_type NO (from the command line) runs one process, but 2 processes"),
-    (["--multi_gpu", "--num_processes", "2"], {"CUDA_VISIBLE_DEVICES": ""},
-     "distributed_type MULTI_GPU runs one worker per GPU, but no GPU is visible"),
-    (["--rdzv_conf", "join_timeout=5,bogus=1"], {}, "flag --rdzv_conf: bad value"),
-    (["--rdzv_endpoint", "192.0.2.1:29400", "--nnodes", "2"], {},
-     "this launcher does not host the store"),
-    (["--start_method", "thread"], {}, "--start_method: bad value 'thread'"),
-])
-def test_contradictions_and_bad_torchrun_values_are_exit_2(xlaunch_bin, tmp_path, args, env,
-                                                           message):
-    _, r = dry_run(xlaunch_bin, tmp_path, args, env, expect=2)
-    assert message in r.stderr
-    assert r.stdout == ""
-
-
-def test_distributed_type_no_from_the_file_with_two_processes_names_both(xlaunch_bin, tmp_path):
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("distributed_type: 'NO'\nnum_processes: 1\n")
-    _, r = dry_run(xlaunch_bin, tmp_path, ["--config_file", str(cfg), "--num_processes", "2"],
-                   expect=2)
-    assert f"distributed_type NO (from config file {cfg})" in r.stderr
-    assert "(from the command line)" in r.stderr
-
-
-def test_unknown_config_key_is_exit_2_with_line_and_suggestion(xlaunch_bin, tmp_path):
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("num_processes: 2\nfsdp_config: {}\nmixed_precison: fp16\n")
-    _, r = dry_run(xlaunch_bin, tmp_path, ["--config_file", str(cfg)], expect=2)
-    assert f"{cfg}:3:1: unknown key 'mixed_precison' (did you mean 'mixed_precision'?)" in r.stderr
-    assert "fsdp_config" not in r.stderr.split("hint:")[0].split("problem")[1]
-
-
-def test_misspelt_xlaunch_variable_warns_with_a_suggestion(xlaunch_bin, tmp_path):
-    got, r = dry_run(xlaunch_bin, tmp_path, [], {"XLAUNCH_MAX_RESTART": "3"})
-    assert ("XLAUNCH_MAX_RESTART is not an xlaunch variable; it has no effect (did you mean "
-            "XLAUNCH_MAX_RESTARTS?)") in r.stderr
-    assert got["plan.max_restarts"] == "0"
-
-
-def test_a_second_value_before_the_script_says_what_happened(xlaunch_bin, tmp_path):
-    (tmp_path / "train.py").write_text("print('hi')\n")
-    for args, text, hint in [
-            (["--gpu_ids", "6", "7", "train.py"], "'7' stands where the program goes (the "
-             "program seems to be 'train.py')", "--gpu_ids 6,7 train.py"),
-            (["--use_cpu", "false", "train.py"], "'false' stands where the program goes",
-             "--use_cpu=false")]:
-        r = subprocess.run([xlaunch_bin, "launch", *args], capture_output=True, text=True,
-                           env=isolated_env(tmp_path), cwd=tmp_path, timeout=60)
-        assert r.returncode == 2, r.stderr
-        assert text in r.stderr
-        assert hint in r.stderr
-
-
 def test_use_cpu_takes_true_and_false(xlaunch_bin, tmp_path):
     got, _ = dry_run(xlaunch_bin, tmp_path, ["--use_cpu=false"], {"CUDA_VISIBLE_DEVICES": "3"})
     assert got["plan.gpus"] == "3"
@@ -310,118 +237,3 @@ def test_help_shows_types_and_program(xlaunch_bin):
     assert "{true}" not in r.stdout
     assert "--max_restarts INT" in r.stdout
     assert "--term_timeout FLOAT" in r.stdout
-
-
-def test_workers_get_nccl_async_error_handling_role_and_virtual_local_rank(xlaunch_bin,
-                                                                          tmp_path):
-    env = isolated_env(tmp_path, OUT_DIR=str(tmp_path), CUDA_VISIBLE_DEVICES="4,6")
-    r = subprocess.run([xlaunch_bin, "launch", "--python", sys.executable, "--nproc-per-node",
-                        "2", "--role", "trainer", "--virtual-local-rank",
-                        str(WORKERS / "report_env.py")],
-                       capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert f"xlaunch: command: {sys.executable} -u {WORKERS / 'report_env.py'}" in r.stderr
-    seen = {}
-    for rank in (0, 1):
-        e = json.loads((tmp_path / f"rank_{rank}.json").read_text())["env"]
-        assert e["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1"
-        assert e["NCCL_ASYNC_ERROR_HANDLING"] == "1"
-        assert e["ROLE_NAME"] == "trainer"
-        assert e["LOCAL_RANK"] == "0"
-        seen[rank] = e["CUDA_VISIBLE_DEVICES"]
-    assert seen == {0: "4", 1: "6"}
-    # A value the user set is kept.
-    env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "0"
-    env["CUDA_VISIBLE_DEVICES"] = "4"
-    r = subprocess.run([xlaunch_bin, "launch", "--python", sys.executable,
-                        str(WORKERS / "report_env.py")],
-                       capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert "xlaunch: the worker finished successfully" in r.stderr
-    e = json.loads((tmp_path / "rank_0.json").read_text())["env"]
-    assert e["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "0"
-
-
-def test_rdzv_endpoint_on_this_machine_hosts_and_a_second_launcher_joins(xlaunch_bin,
-                                                                        tmp_path):
-    port = free_port()
-    env = isolated_env(tmp_path, OUT_DIR=str(tmp_path))
-    common = [xlaunch_bin, "launch", "--python", sys.executable, "--nnodes", "2",
-              "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint",
-              f"127.0.0.1:{port}", "--rdzv-id", "dropin", "--rdzv-conf", "join_timeout=120"]
-    host = subprocess.Popen(common + [str(WORKERS / "report_env.py")], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    joiner = subprocess.Popen(common[:2] + ["--node-rank", "1"] + common[2:] +
-                              [str(WORKERS / "report_env.py")], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        out_host, err_host = host.communicate(timeout=180)
-        out_join, err_join = joiner.communicate(timeout=180)
-    finally:
-        for p in (host, joiner):
-            if p.poll() is None:
-                p.kill()
-    assert host.returncode == 0, err_host
-    assert joiner.returncode == 0, err_join
-    for rank in (0, 1):
-        e = json.loads((tmp_path / f"rank_{rank}.json").read_text())["env"]
-        assert e["WORLD_SIZE"] == "2"
-        assert e["MASTER_PORT"] == str(port)
-        assert e["TORCHELASTIC_RUN_ID"] == "dropin"
-        assert e["GROUP_RANK"] == str(rank)
-
-
-RECORDING_WORKER = """\
-from torch.distributed.elastic.multiprocessing.errors import record
-
-@record
-def main():
-    raise ValueError("bad batch 7")
-
-main()
-"""
-
-
-def test_error_file_is_shown_as_a_readable_traceback(xlaunch_bin, tmp_path, torch_python):
-    (tmp_path / "fail.py").write_text(RECORDING_WORKER)
-    r = subprocess.run([xlaunch_bin, "launch", "--python", torch_python, "fail.py"],
-                       capture_output=True, text=True, env=isolated_env(tmp_path), cwd=tmp_path,
-                       timeout=120)
-    assert r.returncode == 1, r.stderr
-    report = r.stderr[r.stderr.index("wrote its error file"):]
-    assert "xlaunch:   | Traceback (most recent call last):" in report
-    assert "xlaunch:   | ValueError: bad batch 7" in report
-    assert "py_callstack" not in report
-
-
-def test_env_reports_the_python_and_its_torch(xlaunch_bin, tmp_path, torch_python):
-    r = subprocess.run([xlaunch_bin, "env"], capture_output=True, text=True,
-                       env=isolated_env(tmp_path, XLAUNCH_PYTHON=torch_python), timeout=120)
-    assert r.returncode == 0, r.stderr
-    version = subprocess.run([torch_python, "-c", "import torch; print(torch.__version__)"],
-                             capture_output=True, text=True, timeout=120).stdout.strip()
-    assert f"Python for .py:        {os.path.realpath(torch_python)}" in r.stdout or \
-        f"Python for .py:        {torch_python}" in r.stdout
-    assert f"  torch:               {version}" in r.stdout
-    assert "  accelerate:" in r.stdout
-
-
-def test_launch_only_flags_are_refused_by_xlaunch_test(xlaunch_bin, tmp_path):
-    r = subprocess.run([xlaunch_bin, "test", "--dry_run"], capture_output=True, text=True,
-                       env=isolated_env(tmp_path), timeout=60)
-    assert r.returncode == 2
-    assert "--dry_run belongs to 'xlaunch launch'" in r.stderr
-
-
-def test_a_warning_to_a_closed_stderr_does_not_end_the_launch(xlaunch_bin, tmp_path):
-    (tmp_path / "ok.py").write_text("open('ran', 'w').write('yes')\n")
-    read_end, write_end = os.pipe()
-    os.close(read_end)  # nobody reads stderr: a write raises SIGPIPE unless it is ignored
-    try:
-        r = subprocess.run([xlaunch_bin, "launch", "--python", sys.executable, "ok.py"],
-                           stdout=subprocess.DEVNULL, stderr=write_end, cwd=tmp_path,
-                           env=isolated_env(tmp_path, XLAUNCH_NUM_PROCESSS="2"), timeout=60)
-    finally:
-        os.close(write_end)
-    assert r.returncode == 0
-    assert (tmp_path / "ran").read_text() == "yes"
