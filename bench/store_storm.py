@@ -189,8 +189,8 @@ def cell(r, n):
         return f"failed ({r['failed']})"
     if r["timed_out"]:
         return f"timed out ({r['released']} released)"
-    txt = (f"{r['seconds']:.3f} s (release {r['release_s']:.3f} s), "
-           f"peak {r['peak_rss_kib'] / 1024:.1f} MiB")
+    txt = (f"{r['seconds']:.2f} s (release {r['release_s']:.2f} s), CPU "
+           f"{r['server_cpu_s']:.2f} s, peak {r['peak_rss_kib'] / 1024:.1f} MiB")
     if r["clients"] != n:
         txt += f" (only {r['clients']} clients"
         txt += f"; failed at {r['failures'][0]})" if r.get("failures") else ")"
@@ -201,7 +201,7 @@ def storm_rows(results, pairs, sizes_run, ratio):
     servers = results["servers"]
     lines = []
     for n in sizes_run:
-        row = f"| storm {n:,}: ADD+WAIT, all released; server peak RSS |"
+        row = f"| storm {n:,}: all released; server CPU; server peak RSS |"
         for ours, theirs, _ in pairs:
             a, b = servers[ours][f"storm_{n}"], servers[theirs][f"storm_{n}"]
             both = comparable(a, n) and comparable(b, n)
