@@ -76,7 +76,13 @@ def storm_once(server, n, args, store_load, source_ips, pin):
                                          stderr=subprocess.PIPE, text=True, preexec_fn=pin))
     parts, errors = [], []
     for c in children:
-        out, err = c.communicate(timeout=args.storm_timeout + 60)
+        try:
+            out, err = c.communicate(timeout=args.storm_timeout + 60)
+        except subprocess.TimeoutExpired:
+            for other in children:
+                other.kill()
+                other.wait()
+            raise
         lines = out.strip().splitlines()
         if c.returncode not in (0, 1) or not lines:
             errors.append(err.strip().splitlines()[-1] if err.strip() else f"exit {c.returncode}")
@@ -84,10 +90,10 @@ def storm_once(server, n, args, store_load, source_ips, pin):
             parts.append(json.loads(lines[-1]))
     if errors:
         raise RuntimeError("; ".join(errors))
-    return merge(parts, n, procs)
+    return merge(parts, procs)
 
 
-def merge(parts, n, procs):
+def merge(parts, procs):
     """One storm's result from its processes' (CLOCK_MONOTONIC) phase times."""
     start = min(p["start_ns"] for p in parts)
     timed_out = any(p["timed_out"] for p in parts)
