@@ -9,6 +9,7 @@ that share one counter and start together (store_load --start_at_ns)."""
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -65,6 +66,7 @@ def storm_once(server, n, args, store_load, source_ips, pin):
     run = uuid.uuid4().hex[:12]
     # Far enough ahead that every process is up and waiting (fork+exec of a small binary).
     start_at = time.monotonic_ns() + (200 + 20 * procs) * 1_000_000
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     children = []
     for i in range(procs):
         share = n // procs + (1 if i < n % procs else 0)
@@ -90,7 +92,11 @@ def storm_once(server, n, args, store_load, source_ips, pin):
             parts.append(json.loads(lines[-1]))
     if errors:
         raise RuntimeError("; ".join(errors))
-    return merge(parts, procs)
+    res = merge(parts, procs)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # The clients' own CPU: on loopback their connects also run the handshake.
+    res["clients_cpu_s"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return res
 
 
 def merge(parts, procs):
