@@ -5,7 +5,7 @@
 //
 //   store_load ops   --port P --op set|get|add --clients N --seconds S [--depth D] [--dialect V]
 //   store_load storm --port P --clients N [--connect_window W] [--timeout_s T] [--dialect V]
-//                    [--source_ips K] [--total M] [--start_at_ns T]
+//                    [--source_ips K] [--total M] [--run_id R] [--start_at_ns T]
 //
 // A storm larger than one process's descriptor limit runs as several store_load processes:
 // each opens --clients of the M (--total) clients, all ADD on the same counter (the key comes
