@@ -2,7 +2,8 @@
 """Store benchmark: xlaunch's store vs PyTorch 1.13's and 2.6's own TCPStore servers, in one run.
 
 Usage: bench/store_bench.py [--build build/release] [--seconds 2] [--repeat 3]
-                            [--clients 1,8,64] [--depths 1,16] [--storm 1000,4000,16000]
+                            [--clients 1,8,64] [--depths 1,16] [--storm 1000,2000,...,max]
+                            [--per_process 5000] [--storm_timeout 120]
                             [--idle 10000] [--source_ips 8] [--pin] [--skip torch26,...]
                             [--json out.json]
 
@@ -14,8 +15,10 @@ the 1.13 numbering against torch 1.13, and in the 2.2+ numbering (VALIDATE first
 torch 2.6, which accepts nothing else; xlaunch's store is measured in both ("xlaunch" and
 "xlaunch 2.2+"; one process). Measures set/get/add ops/s with 1, 8, 64 clients, each
 keeping 1 request in flight (what PyTorch clients do) or more (--depths); a connect storm (N
-clients each ADD then WAIT on a key the last one sets; time until all are released); and
-server RSS per idle connection. A third server, bench/null_store.cpp (decodes and answers
+clients each ADD then WAIT on a key the last one sets; time until all are released, the
+server's CPU time and peak RSS, from 1,000 clients up to what the descriptor limit allows,
+fitted against N and projected to 100,000: bench/store_storm.py); and server RSS per idle
+connection. A third server, bench/null_store.cpp (decodes and answers
 requests, keeps no map), runs the ops measures too: its numbers are the ceiling any
 single-threaded server can reach here, so "ceiling / torch" is the most a ratio can be.
 Prints a Markdown table with ratios. This is a benchmark, not a test: it asserts nothing.
@@ -30,6 +33,9 @@ import statistics
 import struct
 import subprocess
 import sys
+
+import store_storm
+from store_storm import cpu_seconds
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -46,13 +52,6 @@ s = dist.TCPStore("127.0.0.1", 0, None, True, timeout=datetime.timedelta(seconds
 print(f"listening on 127.0.0.1:{s.port}", flush=True)
 sys.stdin.read()
 """
-
-
-def cpu_seconds(pid):
-    """User + system CPU time the process has used so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_kib(pid):
@@ -169,30 +168,6 @@ def storm_source_ips(server, args):
     return 1 if server.dialect == "2.2" else args.source_ips
 
 
-def run_storms(servers, args, store_load, results):
-    for n in map(int, args.storm.split(",")):
-        for s in servers:
-            # A server that fails a storm gets one more try at half the size, and the
-            # table says so.
-            size, failures = n, []
-            while True:
-                try:
-                    res = load(store_load, "storm", "--port", s.port, "--clients", size,
-                               "--timeout_s", 300, "--source_ips", storm_source_ips(s, args),
-                               "--dialect", s.dialect)
-                    break
-                except RuntimeError as e:
-                    failures.append(f"{size} clients: {str(e).splitlines()[-1][-200:]}")
-                    if size < n or s.proc.poll() is not None:
-                        res = {"failed": "; ".join(failures)}
-                        break
-                    size //= 2
-            if failures:
-                res["failures"] = failures
-            results["servers"][s.name][f"storm_{n}"] = res
-            print(f"{s.name}: storm {n}: {res}", file=sys.stderr)
-
-
 def ratio(better, worse):
     return f"{better / worse:.2f}x" if better > 0 and worse > 0 else "n/a"
 
@@ -227,32 +202,16 @@ def table(args, results, skip):
         c = ceiling.get(key, 0)
         lines.append(row + f" {c:.2f} us | {ratio(servers['torch-1.13'][key], c)} |")
 
-    def cell(r, n):
-        if "failed" in r:
-            return f"failed ({r['failed']})"
-        txt = (f"{r['seconds']:.3f} s (release {r['release_s']:.3f} s)" if not r["timed_out"]
-               else f"timed out ({r['released']} released)")
-        if r["clients"] != n:
-            txt += f" (only {r['clients']} clients"
-            txt += f"; failed at {r['failures'][0]})" if r.get("failures") else ")"
-        return txt
-
-    def comparable(r, n):
-        return "failed" not in r and not r["timed_out"] and r["clients"] == n
-
-    for n in map(int, args.storm.split(",")) if "storm" not in skip else ():
-        row = f"| storm {n}: ADD+WAIT, all released |"
-        for ours, theirs, _ in pairs:
-            a, b = servers[ours][f"storm_{n}"], servers[theirs][f"storm_{n}"]
-            r = ratio(b["seconds"], a["seconds"]) if comparable(a, n) and comparable(b, n) else "n/a"
-            row += f" {cell(a, n)} | {cell(b, n)} | {r} |"
-        lines.append(row + " | |")
+    if "storm" not in skip:
+        lines += store_storm.storm_rows(results, pairs, results["storm_sizes"], ratio)
     if "idle" not in skip:
         row = f"| RSS per idle connection ({args.idle} conns) |"
         for _, theirs, _ in pairs:
             a, b = servers["xlaunch"]["rss_bytes_per_idle_conn"], servers[theirs]["rss_bytes_per_idle_conn"]
             row += f" {a:,.0f} B | {b:,.0f} B | {ratio(b, a)} |"
         lines.append(row + " | |")
+    if "storm" not in skip:
+        lines += store_storm.fit_lines(results["storm_fits"])
     return "\n".join(lines)
 
 
@@ -264,7 +223,13 @@ def main():
     ap.add_argument("--clients", default="1,8,64")
     ap.add_argument("--depths", default="1,16",
                     help="requests in flight per client; 1 is what PyTorch clients do")
-    ap.add_argument("--storm", default="1000,4000,16000")
+    ap.add_argument("--storm", default="1000,2000,4000,8000,16000,max",
+                    help="storm sizes; max: the most the servers' descriptor limit allows")
+    ap.add_argument("--per_process", type=int, default=5000,
+                    help="storm clients per load process (each process holds one descriptor "
+                         "per client, under the same limit)")
+    ap.add_argument("--storm_timeout", type=float, default=120,
+                    help="seconds a storm may take before it counts as timed out")
     ap.add_argument("--idle", type=int, default=10000)
     # One source address has ~28k ephemeral ports and the kernel's free-port search
     # dominates a 16k-client storm from one host; real storms come from many hosts.
@@ -314,7 +279,14 @@ def main():
         if "ops" not in skip:
             run_ops(servers + [ceiling], args, store_load, results)
         if "storm" not in skip:
-            run_storms(servers, args, store_load, results)
+            # The 2.2+ pair shares xlaunch's process; count each process once.
+            procs = {s.proc.pid: s for s in servers}.values()
+            results["storm_sizes"] = store_storm.sizes(args.storm,
+                                                       store_storm.largest_storm(procs, hard))
+            store_storm.run_storms(servers, args, store_load, results, lambda s:
+                                   storm_source_ips(s, args), pin(LOAD_CPUS),
+                                   results["storm_sizes"])
+            results["storm_fits"] = store_storm.fits(results, results["storm_sizes"])
     finally:
         for s in servers + [ceiling]:
             s.stop()  # the shared xlaunch process: the second stop finds it gone

@@ -5,6 +5,13 @@
 //
 //   store_load ops   --port P --op set|get|add --clients N --seconds S [--depth D] [--dialect V]
 //   store_load storm --port P --clients N [--connect_window W] [--timeout_s T] [--dialect V]
+//                    [--source_ips K] [--total M] [--run_id R] [--start_at_ns T]
+//
+// A storm larger than one process's descriptor limit runs as several store_load processes:
+// each opens --clients of the M (--total) clients, all ADD on the same counter (the key comes
+// from --run_id), the one that sees M sets the key, and each waits until its own clients are
+// released. --start_at_ns (CLOCK_MONOTONIC) lines their starts up; each prints its phases as
+// CLOCK_MONOTONIC nanoseconds so the caller can merge them.
 //
 // Prints one JSON object on stdout. `set` is SET followed by GETNUMKEYS (SET has no reply,
 // so the pair is one synchronous round trip); `get` reads an existing 64-byte value
@@ -22,6 +29,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rendezvous/wire_codec.hpp"
@@ -44,6 +52,9 @@ struct Args {
   int connect_window = 2048;
   double timeout_s = 120;
   int source_ips = 1;
+  int total = 0;  // 0: --clients
+  long long start_at_ns = 0;
+  std::string run_id;
   std::string dialect = "1.13";
 };
 
@@ -78,6 +89,12 @@ Args parse(int argc, char** argv) {
       a.source_ips = std::stoi(v);
     else if (k == "--dialect")
       a.dialect = v;
+    else if (k == "--total")
+      a.total = std::stoi(v);
+    else if (k == "--start_at_ns")
+      a.start_at_ns = std::stoll(v);
+    else if (k == "--run_id")
+      a.run_id = v;
     else
       throw std::runtime_error("unknown flag " + k);
   }
@@ -220,7 +237,8 @@ int run_ops(const Args& a) {
 struct Storm {
   asio::io_context io;
   tcp::endpoint ep;
-  int n = 0;
+  int n = 0;      // this process's clients
+  int total = 0;  // all processes' clients: the ADD that returns this sets the key
   int window = 0;
   int source_ips = 1;
   std::string add_req, wait_req, set_req;
@@ -280,8 +298,9 @@ struct Storm {
                   if (ec) throw std::runtime_error("ADD read: " + ec.message());
                   std::int64_t v;
                   std::memcpy(&v, reply->data(), 8);
-                  if (v == n) last_added = Clock::now();
-                  const std::string& req = v == n ? set_req : wait_req;  // set_req includes a WAIT
+                  if (v == total) last_added = Clock::now();
+                  const std::string& req =
+                      v == total ? set_req : wait_req;  // set_req includes a WAIT
                   asio::async_write(
                       *s, asio::buffer(req), [this, s](boost::system::error_code ec, std::size_t) {
                         if (ec) throw std::runtime_error("WAIT write: " + ec.message());
@@ -302,6 +321,10 @@ struct Storm {
   }
 };
 
+std::int64_t monotonic_ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
 int run_storm(const Args& a) {
   std::size_t limit = raise_nofile();
   Storm s;
@@ -312,14 +335,19 @@ int run_storm(const Args& a) {
     note = fmt::format("scaled down from {} to {}: RLIMIT_NOFILE hard limit {}", a.clients, s.n,
                        limit);
   }
+  s.total = a.total > 0 ? a.total : s.n;
   s.ep = tcp::endpoint(asio::ip::make_address(a.host), static_cast<std::uint16_t>(a.port));
   s.window = a.connect_window;
   s.source_ips = a.source_ips;
-  const std::string prefix = run_id();
+  const std::string prefix = a.run_id.empty() ? run_id() : "/bench/" + a.run_id + "/";
   const std::string arrived = prefix + "arrived", go = prefix + "go";
   s.add_req = g_hello + encode(Op::Add, arrived, {}, 1);  // ADD is each connection's first
   s.wait_req = encode(Op::Wait, {}, {}, 0, {go});
   s.set_req = encode(Op::Set, go, "1") + s.wait_req;
+  // steady_clock is CLOCK_MONOTONIC here, the clock the caller's start time is in.
+  if (a.start_at_ns > 0) {
+    std::this_thread::sleep_until(Clock::time_point(std::chrono::nanoseconds(a.start_at_ns)));
+  }
   asio::steady_timer deadline(s.io, std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(a.timeout_s)));
   bool timed_out = false;
@@ -340,13 +368,17 @@ int run_storm(const Args& a) {
   }
   auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   double elapsed = secs((timed_out ? Clock::now() : s.done) - s.start);
+  const bool added_last = s.last_added != Clock::time_point{};
   fmt::print(
-      "{{\"mode\": \"storm\", \"clients\": {}, \"requested\": {}, \"released\": {}, "
-      "\"timed_out\": {}, \"seconds\": {:.3f}, \"connect_s\": {:.3f}, \"release_s\": {:.3f}, "
-      "\"connect_retries\": {}, \"note\": \"{}\"}}\n",
-      s.n, a.clients, s.released, timed_out ? "true" : "false", elapsed,
+      "{{\"mode\": \"storm\", \"clients\": {}, \"requested\": {}, \"total\": {}, "
+      "\"released\": {}, \"timed_out\": {}, \"seconds\": {:.3f}, \"connect_s\": {:.3f}, "
+      "\"release_s\": {:.3f}, \"connect_retries\": {}, \"start_ns\": {}, "
+      "\"connected_ns\": {}, \"last_added_ns\": {}, \"done_ns\": {}, \"note\": \"{}\"}}\n",
+      s.n, a.clients, s.total, s.released, timed_out ? "true" : "false", elapsed,
       timed_out ? 0.0 : secs(s.all_connected - s.start),
-      timed_out ? 0.0 : secs(s.done - s.last_added), s.connect_retries, note);
+      timed_out || !added_last ? 0.0 : secs(s.done - s.last_added), s.connect_retries,
+      monotonic_ns(s.start), timed_out ? 0 : monotonic_ns(s.all_connected),
+      added_last ? monotonic_ns(s.last_added) : 0, timed_out ? 0 : monotonic_ns(s.done), note);
   return timed_out ? 1 : 0;
 }
 
