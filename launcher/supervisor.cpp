@@ -47,11 +47,15 @@ Supervisor::Impl::Impl(const LaunchPlan& p, const Environment& env, RunFiles& f,
                        GroupGuardian& g)
     : plan(p), parent_env(env), files(f), host(std::move(h)), guardian(g) {
   add_stop_signals();
+  add_other_signals();
   // Text queued from another thread (the agent's monitor) must get written too.
   console_on_backlog([this] { asio::post(io, [this] { arm_console(); }); });
 }
 
-Supervisor::Impl::~Impl() { console_on_backlog({}); }
+Supervisor::Impl::~Impl() {
+  console_on_backlog({});
+  ignore_other_signals();
+}
 
 void Supervisor::Impl::record_attempt(RunSummary& summary, int attempt) {
   try {
