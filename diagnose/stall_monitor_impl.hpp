@@ -42,6 +42,7 @@ struct StallMonitor::Impl {
     std::uint64_t lines = 0;
     // The latest sample.
     double cpu_seconds = 0;
+    std::uint64_t io_bytes = 0;
     std::uint64_t store_requests = 0;
     std::vector<std::string> waiting_keys;
     std::vector<std::string> connecting;
@@ -68,6 +69,7 @@ struct StallMonitor::Impl {
   bool collecting = false;
   bool dump_again = false;  // a request came while a dump was being collected
   std::optional<std::string> last_stall_json;
+  RunScope run_scope;      // where the run's processes are (sample_run)
   std::string store_addr;  // this attempt's
   std::uint16_t store_port = 0;
 

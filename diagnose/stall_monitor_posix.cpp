@@ -24,6 +24,7 @@ constexpr auto kTick = std::chrono::seconds(1);
 StallMonitor::Impl::Impl(asio::io_context& i, Options o, Output w, StoreClients s, StallMonitor* m)
     : io(i), options(std::move(o)), out(std::move(w)), store_clients(std::move(s)), self(m) {
   if (options.python_stacks) make_python_dir();
+  run_scope = {options.run_cgroup_procs, static_cast<long>(::getpid()), options.guardian_pid};
   registration.emplace(options.registry_dir, options.run_id);
   usr1.add(SIGUSR1);
 }
