@@ -17,7 +17,7 @@ constexpr int kDialTicks = 3;  // samples in a row before "keeps dialing" is sai
 std::optional<std::pair<std::string, std::string>> StallMonitor::Impl::script_address(
     const RankInfo& r) const {
   if (stacks_dir.empty()) return std::nullopt;
-  std::ifstream in(notes_file(stacks_dir, r.rank, r.pid));
+  std::ifstream in(notes_file(stacks_dir, r.rank, r.own_pid));
   if (!in) return std::nullopt;
   std::pair<std::string, std::string> out;
   std::string line;
