@@ -28,6 +28,13 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
   s.monitor = std::make_unique<diagnose::StallMonitor>(s.io, s.monitor_options(),
                                                        s.monitor_output(), hooks.store_clients);
   s.monitor->on_stall_stop = [&s] { s.stop_for_stall(); };
+  // Should the launcher be killed, its guardian removes them (docs/diagnose.md).
+  if (!s.monitor->temp_dir().empty()) {
+    s.guardian.remove_if_killed(s.monitor->temp_dir(), GroupGuardian::Leftover::folder);
+  }
+  if (!s.monitor->socket_path().empty()) {
+    s.guardian.remove_if_killed(s.monitor->socket_path(), GroupGuardian::Leftover::file);
+  }
   RunSummary summary;
   summary.run_id = s.plan.run_id;
   summary.host = s.host;
