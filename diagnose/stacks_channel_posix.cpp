@@ -28,26 +28,25 @@ constexpr std::size_t kMaxConnections = 8;
 constexpr std::size_t kMaxRequest = 64;
 
 int bind_socket(const std::string& path, int& error) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) {
+  const std::optional<sockaddr_un> addr = unix_address(path);
+  if (!addr) {
     error = ENAMETOOLONG;
     return -1;
   }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     error = errno;
     return -1;
   }
-  const auto* a = reinterpret_cast<const sockaddr*>(&addr);
-  int bound = ::bind(fd, a, sizeof addr);
+  const auto* a = reinterpret_cast<const sockaddr*>(&*addr);
+  int bound = ::bind(fd, a, sizeof *addr);
   if (bound != 0 && errno == EADDRINUSE) {
     // A socket file is there: stale (nobody listens: replace it) or another launcher's.
     const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const bool stale = probe >= 0 && ::connect(probe, a, sizeof addr) != 0 && errno == ECONNREFUSED;
+    const bool stale =
+        probe >= 0 && ::connect(probe, a, sizeof *addr) != 0 && errno == ECONNREFUSED;
     if (probe >= 0) ::close(probe);
-    if (stale && ::unlink(path.c_str()) == 0) bound = ::bind(fd, a, sizeof addr);
+    if (stale && ::unlink(path.c_str()) == 0) bound = ::bind(fd, a, sizeof *addr);
     if (!stale) errno = EADDRINUSE;
   }
   if (bound != 0 || ::listen(fd, static_cast<int>(kMaxConnections)) != 0) {

@@ -1,9 +1,11 @@
 #include "diagnose/stacks_registry.hpp"
 
 #include <fmt/format.h>
+#include <sys/socket.h>
 #include <sys/un.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace xlaunch::diagnose {
 namespace {
@@ -45,6 +47,14 @@ std::string socket_path(const std::string& dir, const std::string& run_id) {
   const std::size_t room = sizeof(sockaddr_un{}.sun_path) - 1 - dir.size() - 1 - tail.size();
   if (room > sizeof(sockaddr_un{}.sun_path)) return dir + "/" + tail.substr(1);  // no room
   return fmt::format("{}/{}{}", dir, run_id.substr(0, std::min(room, run_id.size())), tail);
+}
+
+std::optional<sockaddr_un> unix_address(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return std::nullopt;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return addr;
 }
 
 }  // namespace xlaunch::diagnose

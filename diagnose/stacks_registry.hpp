@@ -6,6 +6,8 @@
 // mode 0700, not a symbolic link (as ssh-agent and tmux check theirs).
 #pragma once
 
+#include <sys/un.h>
+
 #include <chrono>
 #include <map>
 #include <optional>
@@ -35,6 +37,9 @@ std::optional<std::string> runtime_dir_problem(const std::string& dir, const Fol
 /// The socket's path for a run: <dir>/<run_id>.sock, or, when that is too long for a Unix
 /// socket address, a shortened name that ends with a hash of the whole run id.
 std::string socket_path(const std::string& dir, const std::string& run_id);
+
+/// `path` as a Unix socket's address; nullopt when it is too long for one.
+std::optional<sockaddr_un> unix_address(const std::string& path);
 
 /// Creates the folder (mode 0700) when missing and checks it (runtime_dir_problem).
 std::optional<std::string> prepare_runtime_dir(const std::string& dir);

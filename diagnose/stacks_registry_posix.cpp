@@ -50,19 +50,17 @@ std::vector<std::string> entries(const std::string& dir) {
 
 // A launcher's socket, connected; -1 and `error` set when nobody answers there.
 int connect_to(const std::string& path, int& error) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) {
+  const std::optional<sockaddr_un> addr = unix_address(path);
+  if (!addr) {
     error = ENAMETOOLONG;
     return -1;
   }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     error = errno;
     return -1;
   }
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {
     error = errno;
     ::close(fd);
     return -1;

@@ -49,6 +49,8 @@ TEST_CASE("a run's socket is named after its id, shortened when too long", "[sta
   CHECK(pa.starts_with("/run/user/1000/xlaunch/aaaa"));
   CHECK(pa.ends_with(".sock"));
   CHECK(pa == socket_path("/run/user/1000/xlaunch", a));  // `xlaunch stacks ID` finds it
+  CHECK(std::string(unix_address(pa)->sun_path) == pa);
+  CHECK_FALSE(unix_address("/run/user/1000/xlaunch/" + a));  // too long for an address
 }
 
 TEST_CASE("dump files are per rank and per process, on a signal others ignore", "[stacks]") {
