@@ -17,6 +17,7 @@
 #include "launcher/environment.hpp"
 #include "launcher/launch_plan.hpp"
 #include "launcher/program.hpp"
+#include "launcher/report.hpp"
 
 namespace xlaunch::cli {
 namespace {
@@ -99,6 +100,10 @@ int dry_run(const job::LaunchRequest& request) {
   fmt::print("plan.gpus: {}\n", plan.gpus.empty() ? "none (CPU workers)"
                                                   : fmt::format("{}", fmt::join(plan.gpus, ",")));
   fmt::print("plan.role: {}\n", plan.role);
+  std::vector<std::string> forwarded;
+  for (int signal : plan.forwarded_signals) forwarded.push_back(launcher::signal_name(signal));
+  fmt::print("plan.forwarded_signals: {}\n",
+             forwarded.empty() ? "none" : fmt::format("{}", fmt::join(forwarded, ",")));
   fmt::print("command: {}\n", command);
   return 0;
 }

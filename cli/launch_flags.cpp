@@ -308,15 +308,6 @@ config::Settings resolve_launch_settings(const LaunchFlags& flags,
   }
   config::apply_launch_rules(resolved, config::is_local_host);
   const config::Settings& s = resolved.settings;
-  if (s.signals_to_handle) {
-    const auto unhandled = config::unhandled_signals(*s.signals_to_handle);
-    if (!unhandled.empty()) {
-      launcher::say(
-          "xlaunch: warning: --signals_to_handle: xlaunch stops the job on {} only; {} "
-          "keep their default action on the launcher\n",
-          config::kHandledSignals, fmt::join(unhandled, ","));
-    }
-  }
   if (s.numa_binding) {
     launcher::say(
         "xlaunch: warning: --numa_binding {}: xlaunch does not bind workers to NUMA "

@@ -236,7 +236,8 @@ void add_torchrun_keys(std::vector<KeySpec>& keys) {
                           "this machine's address as the other machines see it", host_name));
   keys.push_back(text_key("signals_to_handle", &Settings::signals_to_handle, ValueKind::Text,
                           "comma-separated signal names such as SIGTERM,SIGINT,SIGUSR1",
-                          "signals that stop the job (xlaunch handles TERM, INT, HUP, QUIT)",
+                          "TERM, INT, HUP, QUIT stop the job; others are forwarded to "
+                          "every worker",
                           normalize_signal_list));
   keys.push_back(bool_key("virtual_local_rank", &Settings::virtual_local_rank,
                           "every worker sees only its own GPU and gets LOCAL_RANK=0"));

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <csignal>
+#include <utility>
 
 #include "config/schema.hpp"
 #include "config/text.hpp"
@@ -26,9 +28,10 @@ std::string format_seconds(double value) {
 }
 
 // Catchable signals a job scheduler might send (SLURM sends SIGUSR1/2 before a time limit).
-constexpr std::string_view kSignalNames[] = {"SIGHUP",  "SIGINT",  "SIGQUIT", "SIGTERM",
-                                             "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGCONT",
-                                             "SIGTSTP", "SIGXCPU", "SIGPWR",  "SIGWINCH"};
+constexpr std::pair<std::string_view, int> kSignals[] = {
+    {"SIGHUP", SIGHUP},   {"SIGINT", SIGINT},   {"SIGQUIT", SIGQUIT}, {"SIGTERM", SIGTERM},
+    {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGALRM", SIGALRM}, {"SIGCONT", SIGCONT},
+    {"SIGTSTP", SIGTSTP}, {"SIGXCPU", SIGXCPU}, {"SIGPWR", SIGPWR},   {"SIGWINCH", SIGWINCH}};
 
 }  // namespace
 
@@ -167,10 +170,7 @@ std::optional<std::string> normalize_signal_list(std::string_view text) {
     std::string name = upper(trim(item));
     if (name.empty()) return std::nullopt;
     if (!name.starts_with("SIG")) name = "SIG" + name;
-    if (std::find(std::begin(kSignalNames), std::end(kSignalNames), name) ==
-        std::end(kSignalNames)) {
-      return std::nullopt;
-    }
+    if (!signal_number(name)) return std::nullopt;
     names.push_back(std::move(name));
   }
   return fmt::format("{}", fmt::join(names, ","));
@@ -185,6 +185,13 @@ std::vector<std::string> unhandled_signals(std::string_view normalized) {
     }
   }
   return out;
+}
+
+std::optional<int> signal_number(std::string_view name) {
+  for (const auto& [known, number] : kSignals) {
+    if (known == name) return number;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> parse_numa_binding(std::string_view text) {

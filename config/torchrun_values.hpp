@@ -50,14 +50,18 @@ bool parse_rdzv_conf(std::string_view text, Settings& into, std::string& problem
 /// The rdzv_conf fields of `from` written back as "k=v,...", or nullopt when none is set.
 std::optional<std::string> format_rdzv_conf(const Settings& from);
 
-/// The signals xlaunch's supervisor handles (and forwards as a stop) itself.
+/// The signals that stop the job (xlaunch always handles them, named or not).
 inline constexpr std::string_view kHandledSignals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
 
 /// "SIGTERM,usr1, SIGHUP" -> "SIGTERM,SIGUSR1,SIGHUP"; nullopt when a name is not a signal.
 std::optional<std::string> normalize_signal_list(std::string_view text);
 
-/// The signals of a normalised list that xlaunch does not handle (e.g. SIGUSR1).
+/// The signals of a normalised list other than the four stop signals (e.g. SIGUSR1): xlaunch
+/// forwards them to every worker and the job goes on.
 std::vector<std::string> unhandled_signals(std::string_view normalized);
+
+/// The number of a signal name normalize_signal_list accepts ("SIGUSR1" -> 10).
+std::optional<int> signal_number(std::string_view name);
 
 /// --numa_binding's choices (torchrun's): node, socket, exclusive, core-complex.
 std::optional<std::string> parse_numa_binding(std::string_view text);

@@ -1,6 +1,7 @@
 #include "config/torchrun_values.hpp"
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <map>
 
 #include "config/env_settings.hpp"
@@ -128,6 +129,9 @@ TEST_CASE("flag signals_to_handle normalises names - xlaunch's own four are hand
   CHECK(unhandled_signals("SIGTERM,SIGINT,SIGHUP,SIGQUIT").empty());
   CHECK(unhandled_signals("SIGTERM,SIGUSR1,SIGUSR2") ==
         std::vector<std::string>{"SIGUSR1", "SIGUSR2"});
+  CHECK(signal_number("SIGUSR1") == SIGUSR1);
+  CHECK(signal_number("SIGWINCH") == SIGWINCH);
+  CHECK_FALSE(signal_number("SIGKILL"));  // not catchable: never handled or forwarded
   CHECK(parse_numa_binding("core-complex") == "core-complex");
   CHECK_FALSE(parse_numa_binding("nodes"));
 }

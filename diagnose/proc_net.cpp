@@ -152,4 +152,21 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text) {
   return s;
 }
 
+std::optional<std::uint64_t> parse_io_bytes(std::string_view proc_io) {
+  std::optional<std::uint64_t> read;
+  std::optional<std::uint64_t> written;
+  while (!proc_io.empty()) {
+    const auto end = proc_io.find('\n');
+    const std::string_view line = proc_io.substr(0, end);
+    proc_io.remove_prefix(end == std::string_view::npos ? proc_io.size() : end + 1);
+    const auto f = fields(line);
+    std::uint64_t value = 0;
+    if (f.size() != 2 || !parse_num(f[1], value)) continue;
+    if (f[0] == "rchar:") read = value;
+    if (f[0] == "wchar:") written = value;
+  }
+  if (!read || !written) return std::nullopt;
+  return *read + *written;
+}
+
 }  // namespace xlaunch::diagnose

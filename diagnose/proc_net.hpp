@@ -1,4 +1,4 @@
-// Pure parsers of the /proc files the diagnosis reads: a process's stat line, the socket
+// Pure parsers of the /proc files the diagnosis reads: a process's stat line and I/O, the socket
 // tables (/proc/net/tcp, tcp6, udp, udp6, unix) and fd links ("socket:[123]"). The reading
 // itself is in proc_net_posix.cpp.
 #pragma once
@@ -42,5 +42,9 @@ struct ProcStat {
 };
 /// Parses /proc/PID/stat (the command name may hold blanks and parentheses).
 std::optional<ProcStat> parse_proc_stat(std::string_view text);
+
+/// The bytes a process moved through read and write calls (files, pipes, terminals, sockets
+/// read with read(2)): rchar + wchar of /proc/PID/io; nullopt when either is missing.
+std::optional<std::uint64_t> parse_io_bytes(std::string_view proc_io);
 
 }  // namespace xlaunch::diagnose

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "diagnose/proc_sample.hpp"
 
@@ -48,7 +49,7 @@ void add_sockets(long pid, std::set<unsigned long>& into) {
 
 }  // namespace
 
-std::vector<TreeSample> sample_trees(const std::vector<long>& roots) {
+RunSample sample_run(const std::vector<long>& roots, const RunScope& scope) {
   static const double kTicks = static_cast<double>(::sysconf(_SC_CLK_TCK));
   // One pass over /proc: every process's parent, to walk down from each root.
   std::unordered_map<long, std::vector<long>> children;
@@ -59,24 +60,46 @@ std::vector<TreeSample> sample_trees(const std::vector<long>& roots) {
     children[stat->ppid].push_back(pid);
     stats[pid] = *stat;
   }
-  std::vector<TreeSample> out;
+  std::unordered_set<long> counted;  // a process counts once, for the first tree it is in
+  // `pid` and its live descendants into `sample`.
+  auto walk = [&](long pid, TreeSample& sample, bool sockets) {
+    std::vector<long> todo{pid};
+    while (!todo.empty()) {
+      const long next = todo.back();
+      todo.pop_back();
+      auto stat = stats.find(next);
+      if (stat == stats.end() || stat->second.state == 'Z' || !counted.insert(next).second) {
+        continue;
+      }
+      sample.pids.push_back(next);
+      sample.cpu_seconds += static_cast<double>(stat->second.cpu_ticks) / kTicks;
+      const auto io = parse_io_bytes(slurp("/proc/" + std::to_string(next) + "/io"));
+      sample.io_bytes += io.value_or(0);
+      if (sockets) add_sockets(next, sample.socket_inodes);
+      for (long child : children[next]) todo.push_back(child);
+    }
+  };
+  RunSample out;
   for (long root : roots) {
-    TreeSample& sample = out.emplace_back();
+    TreeSample& sample = out.ranks.emplace_back();
     auto root_stat = stats.find(root);
     if (root_stat == stats.end() || root_stat->second.state == 'Z') continue;
     sample.alive = true;
-    std::vector<long> todo{root};
-    while (!todo.empty()) {
-      const long pid = todo.back();
-      todo.pop_back();
-      const ProcStat& s = stats[pid];
-      if (s.state == 'Z') continue;
-      sample.pids.push_back(pid);
-      sample.cpu_seconds += static_cast<double>(s.cpu_ticks) / kTicks;
-      add_sockets(pid, sample.socket_inodes);
-      for (long child : children[pid]) todo.push_back(child);
-    }
+    walk(root, sample, true);
   }
+  // The rest of the run: orphans the launcher (a subreaper) or, in a PID namespace, the
+  // guardian adopted, and whatever else the run's cgroup holds.
+  counted.insert(scope.launcher);
+  counted.insert(scope.guardian);
+  std::vector<long> rest = children[scope.launcher];
+  if (scope.guardian > 0)
+    rest.insert(rest.end(), children[scope.guardian].begin(), children[scope.guardian].end());
+  if (!scope.cgroup_procs.empty()) {
+    std::istringstream procs(slurp(scope.cgroup_procs));
+    for (long pid = 0; procs >> pid;) rest.push_back(pid);
+  }
+  out.others.alive = true;
+  for (long pid : rest) walk(pid, out.others, false);
   return out;
 }
 

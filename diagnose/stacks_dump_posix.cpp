@@ -1,12 +1,14 @@
-// Python stacks on demand: the dump signal to every rank whose faulthandler is registered,
-// then polling their dump files until each is complete (or 3 s passed).
-#include <signal.h>
+// Python stacks on demand: the dump signal to every rank whose faulthandler is registered and
+// still writes to xlaunch's file (stacks_target.hpp), then polling their dump files until each
+// is complete (or 3 s passed).
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "diagnose/safe_text.hpp"
 #include "diagnose/stacks_site.hpp"
+#include "diagnose/stacks_target.hpp"
 #include "diagnose/stall_monitor_impl.hpp"
 
 namespace xlaunch::diagnose {
@@ -44,16 +46,17 @@ void StallMonitor::Impl::collect_stacks(std::function<void(std::vector<RankStack
       s.missing = ended_text(state_of(r));
     } else if (!options.python_stacks) {
       s.missing = "stacks not available (--python_stacks false)";
-    } else if (stacks_dir.empty() ||
-               !std::filesystem::exists(stacks_file(stacks_dir, r.rank, r.pid))) {
-      // Only a worker whose faulthandler is registered may get the signal: for any other
-      // program its default action is to terminate.
-      s.missing = "stacks not available: not a Python worker";
     } else {
-      const std::string path = stacks_file(stacks_dir, r.rank, r.pid);
+      // Sent only to a rank whose faulthandler is registered and writes to our file, as
+      // checked right now: a dump must never land in a file the rank opened.
+      const std::string path = stacks_file(stacks_dir, r.rank, r.own_pid);
       const auto size = size_of(path);
-      pending->push_back({r.rank, path, size, size});
-      ::kill(static_cast<pid_t>(r.pid), stacks_signal());
+      const DumpTarget target = request_dump(stacks_dir, {r.rank, r.pid, r.own_pid});
+      if (target == DumpTarget::ready) {
+        pending->push_back({r.rank, path, size, size});
+      } else {
+        s.missing = missing_text(target);
+      }
     }
     result->push_back(std::move(s));
   }
@@ -79,7 +82,8 @@ void StallMonitor::Impl::poll_dumps(std::shared_ptr<std::vector<RankStacks>> res
     for (Pending& p : *pending) {
       for (RankStacks& s : *result) {
         if (s.rank != p.rank) continue;
-        s.dump = read_from(p.path, p.from);
+        // The rank can write to its dump file too: nothing in it reaches a terminal raw.
+        s.dump = escape_controls(read_from(p.path, p.from));
         if (s.dump.empty()) s.missing = "no stacks: it did not answer the dump signal in 3s";
       }
     }
@@ -102,19 +106,25 @@ void StallMonitor::Impl::poll_dumps(std::shared_ptr<std::vector<RankStacks>> res
   });
 }
 
-void StallMonitor::Impl::dump_on_request() {
+void StallMonitor::Impl::on_stacks_request(StacksChannel::Reply reply) {
+  waiting.push_back(std::move(reply));
   if (collecting) {
-    dump_again = true;
+    dump_again = true;  // answered by a dump that starts after the request
     return;
   }
-  auto requests = registration->requests();  // answered by this dump
-  collect_stacks([this, requests](std::vector<RankStacks> stacks) {
+  dump_on_request();
+}
+
+void StallMonitor::Impl::dump_on_request() {
+  auto replies = std::make_shared<std::vector<StacksChannel::Reply>>(std::move(waiting));
+  waiting.clear();
+  out.say("xlaunch: stacks requested (xlaunch stacks): dumping every rank's Python stacks\n");
+  collect_stacks([this, replies](std::vector<RankStacks> stacks) {
     const std::string text = "xlaunch: Python stacks of every rank, identical ones once:\n" +
                              format_stack_groups(group_stacks(stacks), "xlaunch:   ");
     out.say(text);
     out.log(text);
-    registration->publish_stacks(text);
-    registration->answer(requests);
+    for (const auto& reply : *replies) reply(text);
   });
 }
 

@@ -1,86 +1,171 @@
+// `xlaunch stacks`: the runtime folder's checks, finding the launchers that listen there
+// (and removing what is stale), and one request over a launcher's socket.
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
-#include <thread>
 
-#include "config/atomic_write.hpp"
+#include "diagnose/safe_text.hpp"
 #include "diagnose/stacks_registry.hpp"
 
 namespace xlaunch::diagnose {
+namespace {
 
-LauncherRegistration::LauncherRegistration(std::string dir, std::string run_id)
-    : dir_(std::move(dir)), run_id_(std::move(run_id)) {
-  // Private to the user: the pid file tells `xlaunch stacks` whom to signal.
-  ::mkdir(dir_.c_str(), 0700);
-  try {
-    config::atomic_write(dir_ + "/" + run_id_ + ".pid", std::to_string(::getpid()) + "\n");
-    written_ = true;
-  } catch (const std::exception&) {
-    // Without it only `kill -USR1 <pid>` finds this launcher; nothing else depends on it.
-  }
+FolderFacts folder_facts(const std::string& dir) {
+  FolderFacts facts;
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return facts;
+  facts.exists = true;
+  facts.is_symlink = S_ISLNK(st.st_mode);
+  facts.is_directory = S_ISDIR(st.st_mode);
+  facts.owner = st.st_uid;
+  facts.mode = st.st_mode & 07777;
+  return facts;
 }
 
-LauncherRegistration::~LauncherRegistration() {
-  if (!written_) return;
-  ::unlink((dir_ + "/" + run_id_ + ".pid").c_str());
-  ::unlink(stacks_path().c_str());
+bool ends_with(const std::string& text, std::string_view suffix) {
+  return text.size() > suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-void LauncherRegistration::publish_stacks(const std::string& text) const {
-  if (!written_) return;
-  try {
-    config::atomic_write(stacks_path(), text);
-  } catch (const std::exception&) {
-  }
-}
-
-std::vector<std::string> LauncherRegistration::requests() const {
+std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> out;
-  DIR* d = ::opendir(dir_.c_str());
+  DIR* d = ::opendir(dir.c_str());
   if (!d) return out;
-  const std::string prefix = run_id_ + ".want.";
   while (dirent* e = ::readdir(d)) {
-    if (std::string(e->d_name).rfind(prefix, 0) == 0) out.push_back(dir_ + "/" + e->d_name);
+    if (e->d_name[0] != '.') out.emplace_back(e->d_name);
   }
   ::closedir(d);
   return out;
 }
 
-void LauncherRegistration::answer(const std::vector<std::string>& requests) const {
-  for (const std::string& path : requests) ::unlink(path.c_str());
+// A launcher's socket, connected; -1 and `error` set when nobody answers there.
+int connect_to(const std::string& path, int& error) {
+  const std::optional<sockaddr_un> addr = unix_address(path);
+  if (!addr) {
+    error = ENAMETOOLONG;
+    return -1;
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    error = errno;
+    return -1;
+  }
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {
+    error = errno;
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Older versions wrote <run_id>.pid; such a file is never signalled, and is removed once its
+// process is gone or is not an xlaunch (its pid reused).
+void remove_stale_pid_file(const std::string& dir, const std::string& name) {
+  std::ifstream in(dir + "/" + name);
+  long pid = 0;
+  bool ours = false;
+  if ((in >> pid) && pid > 0) {
+    char exe[4096];
+    const ssize_t n = ::readlink(fmt::format("/proc/{}/exe", pid).c_str(), exe, sizeof exe - 1);
+    if (n > 0) {
+      std::string target(exe, static_cast<std::size_t>(n));
+      if (ends_with(target, " (deleted)")) target.resize(target.size() - 10);
+      ours = target.substr(target.rfind('/') + 1) == "xlaunch";
+    }
+  }
+  if (ours) return;
+  const std::string id = name.substr(0, name.size() - 4);
+  ::unlink((dir + "/" + name).c_str());
+  ::unlink((dir + "/" + id + ".stacks").c_str());
+}
+
+// Reads "<length>\n<text>" until the launcher closes; nullopt when it closed first.
+std::optional<std::string> read_answer(int fd, std::chrono::milliseconds wait, bool& timed_out) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  std::string got;
+  timed_out = false;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      return std::nullopt;
+    }
+    pollfd readable{fd, POLLIN, 0};
+    const int ready = ::poll(&readable, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    char buffer[65536];
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;
+    got.append(buffer, static_cast<std::size_t>(n));
+  }
+  const auto newline = got.find('\n');
+  if (newline == std::string::npos) return std::nullopt;
+  std::size_t length = 0;
+  try {
+    length = std::stoul(got.substr(0, newline));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (got.size() - newline - 1 != length) return std::nullopt;
+  return got.substr(newline + 1);
+}
+
+}  // namespace
+
+std::optional<std::string> prepare_runtime_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return fmt::format("cannot create {}: {}", dir, std::strerror(errno));
+  }
+  return runtime_dir_problem(dir, folder_facts(dir), ::getuid());
 }
 
 std::vector<RunningLauncher> running_launchers(const std::string& dir) {
   std::vector<RunningLauncher> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name.size() <= 4 || name.compare(name.size() - 4, 4, ".pid") != 0) continue;
-    std::ifstream in(dir + "/" + name);
-    long pid = 0;
-    if (!(in >> pid) || pid <= 0) continue;
-    // A launcher killed with SIGKILL leaves its file behind: skip the dead.
-    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) continue;
-    out.push_back({name.substr(0, name.size() - 4), pid});
+  for (const std::string& name : entries(dir)) {
+    const std::string path = dir + "/" + name;
+    if (ends_with(name, ".pid")) remove_stale_pid_file(dir, name);
+    if (!ends_with(name, ".sock")) continue;
+    int error = 0;
+    const int fd = connect_to(path, error);
+    if (fd < 0) {
+      // Nobody listens: the launcher ended without removing it (a SIGKILL before its
+      // guardian could). Busy (EAGAIN): alive, but its queue is full.
+      if (error == ECONNREFUSED) ::unlink(path.c_str());
+      if (error != EAGAIN) continue;
+    }
+    RunningLauncher l{name.substr(0, name.size() - 5), 0, path};
+    ucred peer{};
+    socklen_t size = sizeof peer;
+    if (fd >= 0 && ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0) l.pid = peer.pid;
+    if (fd >= 0) ::close(fd);
+    out.push_back(std::move(l));
   }
-  ::closedir(d);
   return out;
 }
 
 int ask_for_stacks(const std::string& dir, const std::optional<std::string>& run_id,
                    std::chrono::milliseconds wait) {
-  std::vector<RunningLauncher> all = running_launchers(dir);
+  if (auto problem = runtime_dir_problem(dir, folder_facts(dir), ::getuid())) {
+    fmt::print(stderr, "xlaunch stacks: error: {}\n", *problem);
+    return 2;
+  }
+  const std::vector<RunningLauncher> all = running_launchers(dir);
   std::vector<RunningLauncher> match;
   for (const RunningLauncher& l : all) {
-    if (!run_id || l.run_id == *run_id) match.push_back(l);
+    if (!run_id || l.socket == socket_path(dir, *run_id)) match.push_back(l);
   }
   if (match.size() != 1) {
     if (match.empty()) {
@@ -95,35 +180,33 @@ int ask_for_stacks(const std::string& dir, const std::optional<std::string>& run
     return 2;
   }
   const RunningLauncher& l = match.front();
-  const std::string path = dir + "/" + l.run_id + ".stacks";
-  // The launcher removes this file once a dump that started after it was published.
-  const std::string want = fmt::format("{}/{}.want.{}", dir, l.run_id, ::getpid());
-  try {
-    config::atomic_write(want, "");
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "xlaunch stacks: {}\n", e.what());
+  int error = 0;
+  const int fd = connect_to(l.socket, error);
+  if (fd < 0) {
+    fmt::print(stderr, "xlaunch stacks: cannot reach the launcher of {} at {}: {}\n", l.run_id,
+               l.socket, std::strerror(error));
     return 1;
   }
-  if (::kill(static_cast<pid_t>(l.pid), SIGUSR1) != 0) {
-    fmt::print(stderr, "xlaunch stacks: cannot signal pid {}: {}\n", l.pid, std::strerror(errno));
-    ::unlink(want.c_str());
-    return 1;
+  constexpr std::string_view kRequest = "stacks\n";
+  const bool sent = ::send(fd, kRequest.data(), kRequest.size(), MSG_NOSIGNAL) ==
+                    static_cast<ssize_t>(kRequest.size());
+  bool timed_out = false;
+  const std::optional<std::string> text =
+      sent ? read_answer(fd, wait, timed_out) : std::optional<std::string>();
+  ::close(fd);
+  if (text) {
+    fmt::print("{}", escape_controls(*text));
+    return 0;
   }
-  const auto deadline = std::chrono::steady_clock::now() + wait;
-  while (std::chrono::steady_clock::now() < deadline) {
-    struct stat now {};
-    if (::stat(want.c_str(), &now) != 0) {
-      std::ifstream in(path);
-      std::ostringstream text;
-      text << in.rdbuf();
-      fmt::print("{}", text.str());
-      return 0;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (timed_out) {
+    fmt::print(stderr, "xlaunch stacks: the launcher of {} (pid {}) did not answer within {}s\n",
+               l.run_id, l.pid, wait.count() / 1000);
+  } else {
+    fmt::print(stderr,
+               "xlaunch stacks: the launcher of {} (pid {}) ended before its stacks were "
+               "collected: the job finished or stopped during the dump\n",
+               l.run_id, l.pid);
   }
-  ::unlink(want.c_str());
-  fmt::print(stderr, "xlaunch stacks: launcher {} (pid {}) did not answer within {}s\n", l.run_id,
-             l.pid, wait.count() / 1000);
   return 1;
 }
 

@@ -7,8 +7,9 @@ namespace xlaunch::diagnose {
 
 std::string_view sitecustomize_text() {
   return R"PY(# Written by xlaunch (see docs/diagnose.md). It lets xlaunch show this worker's Python
-# stacks: faulthandler dumps every thread to a file on XLAUNCH_STACKS_SIGNAL. Then it runs the
-# sitecustomize module this one shadows, if there is one.
+# stacks: faulthandler dumps every thread to a file on XLAUNCH_STACKS_SIGNAL (SIGURG, which a
+# program that does not handle it ignores). Then it runs the sitecustomize module this one
+# shadows, if there is one.
 def _xlaunch_setup():
     import os
     import sys
@@ -21,10 +22,24 @@ def _xlaunch_setup():
             import faulthandler
 
             base = os.path.join(folder, "rank_%s.%d" % (os.environ.get("RANK", "x"), os.getpid()))
-            # Kept open for good: faulthandler writes to its descriptor from the signal.
-            dump = open(base + ".stacks", "w")
+            # Kept open for good: faulthandler writes to its descriptor from the signal. The
+            # descriptor is moved far above those a script opens (open() takes the lowest
+            # free one), so that a script that closes its descriptors and opens a file does
+            # not get this number; xlaunch checks it is still this file before each request.
+            with open(base + ".stacks", "w") as first:
+                try:
+                    import fcntl
+
+                    high = fcntl.fcntl(first.fileno(), fcntl.F_DUPFD_CLOEXEC, 960)
+                except (ImportError, OSError):  # a descriptor limit below 961
+                    high = os.dup(first.fileno())
+            dump = os.fdopen(high, "w")
             faulthandler.register(int(signum), file=dump, all_threads=True)
             sys._xlaunch_stacks_file = dump
+            # Written last: xlaunch asks only a process whose handler is registered.
+            with open(base + ".fd.tmp", "w") as note:
+                note.write("%d\n" % high)
+            os.replace(base + ".fd.tmp", base + ".fd")
 
             # A script that sets MASTER_ADDR / MASTER_PORT itself dials another address than
             # xlaunch's store: note it, so that xlaunch can say so when the rank never arrives.
@@ -59,7 +74,7 @@ del _xlaunch_setup
 )PY";
 }
 
-int stacks_signal() { return SIGRTMIN + 4; }
+int stacks_signal() { return SIGURG; }
 
 std::string stacks_file(const std::string& dir, int rank, long pid) {
   return fmt::format("{}/rank_{}.{}.stacks", dir, rank, pid);
@@ -67,6 +82,10 @@ std::string stacks_file(const std::string& dir, int rank, long pid) {
 
 std::string notes_file(const std::string& dir, int rank, long pid) {
   return fmt::format("{}/rank_{}.{}.env", dir, rank, pid);
+}
+
+std::string descriptor_file(const std::string& dir, int rank, long pid) {
+  return fmt::format("{}/rank_{}.{}.fd", dir, rank, pid);
 }
 
 }  // namespace xlaunch::diagnose

@@ -12,12 +12,17 @@ namespace xlaunch::diagnose {
 /// The module's text.
 std::string_view sitecustomize_text();
 
-/// The signal a worker dumps its stacks on: SIGRTMIN+4, not SIGUSR1/SIGUSR2, which training
-/// frameworks use themselves (Lightning requeues a SLURM job on SIGUSR1).
+/// The signal a worker dumps its stacks on: SIGURG, whose default action is to ignore it, so
+/// that a process that does not handle it (one that replaced its program with exec, or
+/// unregistered faulthandler) is unharmed even when it changed between xlaunch's check and
+/// the signal. Not SIGUSR1/SIGUSR2, which training frameworks use themselves (Lightning
+/// requeues a SLURM job on SIGUSR1), and not a real-time signal, which ends such a process.
 int stacks_signal();
 
-/// Where a worker's dump and its notes go: DIR/rank_<rank>.<pid>.stacks / .env.
+/// Where a worker's dump and its notes go: DIR/rank_<rank>.<pid>.stacks / .env, and the
+/// descriptor its faulthandler writes to (.fd, written once the handler is registered).
 std::string stacks_file(const std::string& dir, int rank, long pid);
 std::string notes_file(const std::string& dir, int rank, long pid);
+std::string descriptor_file(const std::string& dir, int rank, long pid);
 
 }  // namespace xlaunch::diagnose

@@ -11,7 +11,10 @@ bool StallDetector::update(TimePoint now, const std::vector<RankActivity>& ranks
       progress = true;  // a new rank (a restart): a fresh start
     } else if (r.output_lines != prev->second.output_lines ||
                r.store_requests != prev->second.store_requests ||
-               r.cpu_seconds - prev->second.cpu_seconds > kBusyFraction * elapsed) {
+               r.cpu_seconds - prev->second.cpu_seconds > kBusyFraction * elapsed ||
+               (r.io_bytes > prev->second.io_bytes &&
+                static_cast<double>(r.io_bytes - prev->second.io_bytes) >
+                    kIoBytesPerSecond * elapsed)) {
       progress = true;
     }
     cpu_now_[r.rank] = r.cpu_seconds;

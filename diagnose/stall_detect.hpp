@@ -1,8 +1,10 @@
 // The stall signal (pure): a job is stalled when, for the whole --stall_timeout window, no
-// worker wrote output, no worker sent the store a request, and no worker's process tree
-// used CPU time to speak of (under kBusyFraction of one core between two samples). A worker
-// that computes without printing keeps its CPU busy, so quiet training is not a stall; a
-// rank blocked in a collective or a store wait sleeps in the kernel and uses none.
+// worker wrote output, no worker sent the store a request, and no worker's process tree (nor
+// the run's other processes) used CPU time to speak of (under kBusyFraction of one core
+// between two samples) or moved data to speak of through read and write calls (under
+// kIoBytesPerSecond). A worker that computes without printing keeps its CPU busy, one that
+// downloads or writes a checkpoint moves data, so neither is a stall; a rank blocked in a
+// collective or a store wait sleeps in the kernel and uses none.
 #pragma once
 
 #include <chrono>
@@ -20,13 +22,20 @@ struct RankActivity {
   double cpu_seconds = 0;            // cumulative, the whole process tree
   std::uint64_t output_lines = 0;    // pieces of output so far
   std::uint64_t store_requests = 0;  // requests its store connections made so far
+  std::uint64_t io_bytes = 0;        // cumulative read and write bytes, the whole tree
 };
+
+/// The rank of the run's processes that left every rank's tree (RankActivity::rank).
+inline constexpr int kOtherProcesses = -1;
 
 class StallDetector {
  public:
   /// Below this share of one core between two samples, a rank's CPU use is idle noise
   /// (Python's and gloo's housekeeping threads wake now and then).
   static constexpr double kBusyFraction = 0.05;
+  /// Below this rate a tree's reads and writes are housekeeping (a monitoring thread
+  /// reading /proc, a heartbeat); a slow download is far above it.
+  static constexpr double kIoBytesPerSecond = 16 * 1024;
 
   using TimePoint = std::chrono::steady_clock::time_point;
 

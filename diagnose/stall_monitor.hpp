@@ -1,6 +1,6 @@
 // Watches a running attempt for the supervisor, once a second on its event loop: the stall
 // signal (stall_detect.hpp) and its report, a rank dialing the wrong address
-// (stall_dial.hpp), and Python stacks on request (the launcher's SIGUSR1, `xlaunch stacks`).
+// (stall_dial.hpp), and Python stacks on request (`xlaunch stacks`, through a socket).
 // The supervisor feeds it each worker's start, output and end.
 #pragma once
 
@@ -30,7 +30,9 @@ class StallMonitor {
     std::chrono::milliseconds stall_timeout{0};  // 0: no stall detection
     bool stop_on_stall = false;                  // --on_stall stop
     bool python_stacks = true;                   // ship the faulthandler sitecustomize
-    std::string registry_dir;  // where `xlaunch stacks` finds launchers (registry_dir())
+    std::string registry_dir;      // where `xlaunch stacks` finds launchers (registry_dir())
+    std::string run_cgroup_procs;  // the run's cgroup.procs, "" without one
+    long guardian_pid = -1;        // the containment guardian (not the run's work)
   };
 
   /// Where its messages go: the console, and the run's log (xlaunch.log).
@@ -55,6 +57,11 @@ class StallMonitor {
   void on_end(int local_rank, std::string description);
   /// Cancels its timers and waits so that the attempt's loop can end.
   void end_attempt();
+
+  /// What it made that a killed launcher would leave: its temporary folder (the
+  /// sitecustomize and the dumps) and its `xlaunch stacks` socket; "" when none.
+  const std::string& temp_dir() const;
+  const std::string& socket_path() const;
 
   /// With --on_stall stop: called on the loop right after the report.
   std::function<void()> on_stall_stop;

@@ -1,12 +1,11 @@
 // The stall monitor's state and steps, shared by its three files (stall_monitor.hpp is the
 // interface; this header is internal to diagnose/): stall_monitor_posix.cpp sets it up, runs
-// its timer and signal and reports a stall; stall_sampling_posix.cpp samples every rank
-// each second (the stall signal's inputs, the dial check); stacks_dump_posix.cpp asks the
-// Python ranks for their stacks and collects the dumps.
+// its timer and the `xlaunch stacks` socket and reports a stall; stall_sampling_posix.cpp samples
+// every rank each second (the stall signal's inputs, the dial check); stacks_dump_posix.cpp asks
+// the Python ranks for their stacks and collects the dumps.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <functional>
@@ -18,8 +17,8 @@
 #include <vector>
 
 #include "diagnose/proc_sample.hpp"
+#include "diagnose/stacks_channel.hpp"
 #include "diagnose/stacks_group.hpp"
-#include "diagnose/stacks_registry.hpp"
 #include "diagnose/stall_detect.hpp"
 #include "diagnose/stall_monitor.hpp"
 #include "diagnose/stall_report.hpp"
@@ -33,6 +32,7 @@ struct StallMonitor::Impl {
   struct RankInfo {
     int rank = 0;
     long pid = 0;
+    long own_pid = 0;  // as the worker sees itself: names its files (stacks_target.hpp)
     bool started = false;
     bool alive = false;
     std::string ended;
@@ -42,6 +42,7 @@ struct StallMonitor::Impl {
     std::uint64_t lines = 0;
     // The latest sample.
     double cpu_seconds = 0;
+    std::uint64_t io_bytes = 0;
     std::uint64_t store_requests = 0;
     std::vector<std::string> waiting_keys;
     std::vector<std::string> connecting;
@@ -58,8 +59,8 @@ struct StallMonitor::Impl {
   std::string temp_dir;  // python/sitecustomize.py and stacks/, removed at the end
   std::string python_dir;
   std::string stacks_dir;
-  std::optional<LauncherRegistration> registration;
-  asio::signal_set usr1{io};
+  std::optional<StacksChannel> channel;       // `xlaunch stacks` asks here
+  std::vector<StacksChannel::Reply> waiting;  // requests the next dump answers
   asio::steady_timer tick_timer{io};
   asio::steady_timer dump_timer{io};
   std::map<int, RankInfo> ranks;  // by local rank
@@ -68,17 +69,17 @@ struct StallMonitor::Impl {
   bool collecting = false;
   bool dump_again = false;  // a request came while a dump was being collected
   std::optional<std::string> last_stall_json;
+  RunScope run_scope;      // where the run's processes are (sample_run)
   std::string store_addr;  // this attempt's
   std::uint16_t store_port = 0;
 
   Impl(asio::io_context& i, Options o, Output w, StoreClients s, StallMonitor* m);
   ~Impl();
 
-  // --- set-up, timer, signal, the stall report (stall_monitor_posix.cpp) ---------------
+  // --- set-up, timer, the stall report (stall_monitor_posix.cpp) ------------------------
 
   void make_python_dir();
   void arm_tick();
-  void arm_usr1();
   RankStallState state_of(const RankInfo& r) const;
   void report_stall(double window, const std::vector<RankStacks>& stacks);
 
@@ -105,6 +106,7 @@ struct StallMonitor::Impl {
   void poll_dumps(std::shared_ptr<std::vector<RankStacks>> result,
                   std::shared_ptr<std::vector<Pending>> pending, int round,
                   std::function<void(std::vector<RankStacks>)> done);
+  void on_stacks_request(StacksChannel::Reply reply);
   void dump_on_request();
 };
 

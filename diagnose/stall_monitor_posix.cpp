@@ -1,5 +1,5 @@
-// The stall monitor's set-up (the sitecustomize folder, the stacks registry), its timer and
-// SIGUSR1, the stall report, and what the supervisor calls.
+// The stall monitor's set-up (the sitecustomize folder, the `xlaunch stacks` socket), its
+// timer, the stall report, and what the supervisor calls.
 #include <fmt/format.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 
 #include "config/atomic_write.hpp"
 #include "diagnose/stacks_site.hpp"
+#include "diagnose/stacks_target.hpp"
 #include "diagnose/stall_monitor_impl.hpp"
 
 namespace xlaunch::diagnose {
@@ -24,16 +25,18 @@ constexpr auto kTick = std::chrono::seconds(1);
 StallMonitor::Impl::Impl(asio::io_context& i, Options o, Output w, StoreClients s, StallMonitor* m)
     : io(i), options(std::move(o)), out(std::move(w)), store_clients(std::move(s)), self(m) {
   if (options.python_stacks) make_python_dir();
-  registration.emplace(options.registry_dir, options.run_id);
-  usr1.add(SIGUSR1);
+  run_scope = {options.run_cgroup_procs, static_cast<long>(::getpid()), options.guardian_pid};
+  channel.emplace(io, options.registry_dir, options.run_id,
+                  [this](StacksChannel::Reply reply) { on_stacks_request(std::move(reply)); });
+  if (channel->folder_refused()) {
+    out.say(fmt::format("xlaunch: warning: `xlaunch stacks` cannot reach this job: {}\n",
+                        channel->problem()));
+  }
+  if (!channel->problem().empty()) out.log("xlaunch stacks: " + channel->problem());
 }
 
 StallMonitor::Impl::~Impl() {
-  // Once nobody dumps stacks, a late SIGUSR1 must not end the launcher (its default
-  // action) while it writes the summary.
-  boost::system::error_code ec_ignored;
-  usr1.clear(ec_ignored);
-  ::signal(SIGUSR1, SIG_IGN);
+  channel.reset();
   if (temp_dir.empty()) return;
   std::error_code ec;
   std::filesystem::remove_all(temp_dir, ec);
@@ -66,15 +69,6 @@ void StallMonitor::Impl::arm_tick() {
     if (ec || !active) return;
     tick();
     arm_tick();
-  });
-}
-
-void StallMonitor::Impl::arm_usr1() {
-  usr1.async_wait([this](const boost::system::error_code& ec, int) {
-    if (ec || !active) return;
-    out.say("xlaunch: SIGUSR1: dumping every rank's Python stacks\n");
-    dump_on_request();
-    arm_usr1();
   });
 }
 
@@ -145,7 +139,7 @@ void StallMonitor::begin_attempt(const std::string& store_addr, std::uint16_t st
   s.detector.reset();
   if (s.options.stall_timeout.count() > 0) s.detector.emplace(s.options.stall_timeout);
   s.arm_tick();
-  s.arm_usr1();
+  s.channel->start();
 }
 
 void StallMonitor::on_start(int local_rank, int rank, long pid) {
@@ -153,6 +147,8 @@ void StallMonitor::on_start(int local_rank, int rank, long pid) {
   r = Impl::RankInfo{};
   r.rank = rank;
   r.pid = pid;
+  // Its files are named with the pid it sees for itself (another in a PID namespace).
+  r.own_pid = read_own_pid(pid);
   r.started = true;
   r.alive = true;
 }
@@ -178,8 +174,13 @@ void StallMonitor::end_attempt() {
   s.active = false;
   s.tick_timer.cancel();
   s.dump_timer.cancel();
-  s.usr1.cancel();
+  s.channel->stop();  // a request not answered yet: the client hears the attempt ended
+  s.waiting.clear();
 }
+
+const std::string& StallMonitor::temp_dir() const { return impl_->temp_dir; }
+
+const std::string& StallMonitor::socket_path() const { return impl_->channel->path(); }
 
 const std::optional<std::string>& StallMonitor::stall_json() const {
   return impl_->last_stall_json;

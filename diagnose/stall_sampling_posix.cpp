@@ -1,5 +1,6 @@
-// Each second: every rank's process tree (CPU time, liveness, sockets) and store traffic,
-// fed to the stall detector; and the dial check, for a rank connected to no store.
+// Each second: every rank's process tree (CPU time, I/O, liveness, sockets), the run's other
+// processes and the store traffic, fed to the stall detector; and the dial check, for a rank
+// connected to no store.
 #include <fstream>
 
 #include "diagnose/stacks_site.hpp"
@@ -16,7 +17,7 @@ constexpr int kDialTicks = 3;  // samples in a row before "keeps dialing" is sai
 std::optional<std::pair<std::string, std::string>> StallMonitor::Impl::script_address(
     const RankInfo& r) const {
   if (stacks_dir.empty()) return std::nullopt;
-  std::ifstream in(notes_file(stacks_dir, r.rank, r.pid));
+  std::ifstream in(notes_file(stacks_dir, r.rank, r.own_pid));
   if (!in) return std::nullopt;
   std::pair<std::string, std::string> out;
   std::string line;
@@ -38,22 +39,25 @@ void StallMonitor::Impl::tick() {
   for (auto& [local, r] : ranks) {
     if (r.started && r.alive) roots.push_back(r.pid);
   }
-  const std::vector<TreeSample> trees = sample_trees(roots);
+  const RunSample run = sample_run(roots, run_scope);
   std::size_t next = 0;
   for (auto& [local, r] : ranks) {
     if (!r.started) continue;
     r.waiting_keys.clear();
     r.connecting.clear();
     if (r.alive) {
-      const TreeSample& tree = trees[next++];
+      const TreeSample& tree = run.ranks[next++];
       if (tree.alive) {
         r.cpu_seconds = tree.cpu_seconds;
+        r.io_bytes = tree.io_bytes;
         if (!tables) tables = read_socket_tables(r.pid);
         sample_sockets(r, tree, *tables, by_port);
       }
     }
-    activity.push_back({r.rank, r.alive, r.cpu_seconds, r.lines, r.store_requests});
+    activity.push_back({r.rank, r.alive, r.cpu_seconds, r.lines, r.store_requests, r.io_bytes});
   }
+  // A helper that left its rank's tree (`nohup cmd &`) is the run's work too.
+  activity.push_back({kOtherProcesses, true, run.others.cpu_seconds, 0, 0, run.others.io_bytes});
   if (detector && !collecting && detector->update(std::chrono::steady_clock::now(), activity)) {
     const double window =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - detector->quiet_since())

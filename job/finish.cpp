@@ -4,6 +4,7 @@
 
 #include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
+#include "launcher/report.hpp"
 #include "report/run_report.hpp"
 
 namespace xlaunch::job {
@@ -21,6 +22,12 @@ void say_outcome(const LaunchPlan& plan, const RunFiles& files, const Outcome& o
     } else {
       say("xlaunch: all {} workers finished successfully\n", plan.local_world_size);
     }
+  } else if (summary.interrupted_by &&
+             summary.exit_code == exit_status::kSignalBase + *summary.interrupted_by) {
+    // Stopped by a signal to the launcher (Ctrl-C, SIGTERM from a scheduler), on this
+    // machine or, through the join, on another.
+    say("xlaunch: job stopped by {}; exit code {}{}\n", signal_name(*summary.interrupted_by),
+        summary.exit_code, files.keeps_output() ? fmt::format(" (logs: {})", files.run_dir()) : "");
   } else if (outcome.job_failure) {
     say("xlaunch: exit code {}{}\n", summary.exit_code,
         files.keeps_output() ? fmt::format(" (logs: {})", files.run_dir()) : "");

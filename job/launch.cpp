@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include "diagnose/stacks_target.hpp"
 #include "job/finish.hpp"
 #include "job/guardian.hpp"
 #include "job/job_state.hpp"
@@ -21,6 +22,7 @@ using namespace launcher;
 int launch(const LaunchRequest& request) {
   // A closed console must not kill the launcher mid-job; write errors are handled instead.
   ::signal(SIGPIPE, SIG_IGN);
+  diagnose::survive_old_dump_signal();
   Job job(request);
   plan_job(job);
   start_guardian(job);  // before any thread exists

@@ -65,6 +65,11 @@ void announce_run(Job& job, RunFiles& files) {
                     signal_name(signal)));
   }
   become_child_subreaper();
+  // A temporary run folder is removed by the guardian should the launcher be killed; a
+  // --log_dir one holds the logs the user asked for and stays (docs/diagnose.md).
+  if (!files.keeps_output()) {
+    job.guardian->remove_if_killed(files.run_dir(), GroupGuardian::Leftover::run_folder);
+  }
   files.log(fmt::format("run {} on {}: {}, store {}:{}, argv: {}", plan.run_id, job.host,
                         describe_workers(plan), plan.master_addr, plan.master_port,
                         fmt::join(plan.argv, " ")));

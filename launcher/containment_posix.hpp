@@ -1,6 +1,7 @@
 // What the containment files share (internal to launcher/): containment_posix.cpp probes the
 // mechanisms and sets one up (GroupGuardian::start), cgroup_posix.cpp handles the run's
-// cgroup, guardian_posix.cpp forks and runs the guardian and kills through it.
+// cgroup, guardian_posix.cpp forks and runs the guardian and kills through it,
+// guardian_leftovers_posix.cpp removes what a killed launcher leaves.
 #pragma once
 
 #include <limits.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -83,5 +85,23 @@ struct StartedGuardian {
 StartedGuardian fork_guardian(Containment mechanism, const CgroupPaths& cgroup);
 // Reaps child `pid` (signals do not cut the wait short); its wait status, 0 if already gone.
 int wait_for(long pid);
+
+// --- what a killed launcher leaves (guardian_leftovers_posix.cpp) ------------------------
+
+// GroupGuardian::remove_if_killed and forget_leftovers send one of these (its size tells it
+// from the 4-byte kill and process-group messages).
+inline constexpr char kLeftoverTag[4] = {'L', 'E', 'F', 'T'};
+struct LeftoverMessage {
+  char tag[4] = {'L', 'E', 'F', 'T'};
+  char kind = 0;  // GroupGuardian::Leftover, or 'x': forget them all
+  std::uint64_t dev = 0;
+  std::uint64_t ino = 0;
+  char path[PATH_MAX] = {};
+};
+// In the guardian, async-signal-safe: keeps a registration (or forgets them all); false
+// when `message` is not one.
+bool note_leftover(const char* message, std::size_t size);
+// In the guardian, once the run's processes are gone: removes what is still registered.
+void remove_leftovers();
 
 }  // namespace xlaunch::launcher

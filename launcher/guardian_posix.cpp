@@ -101,9 +101,15 @@ void guardian_kill(GuardianState& state) {
       if (errno == EINTR) continue;
       break;
     }
+    static char packet[sizeof(LeftoverMessage)];
     std::int32_t message = 0;
-    ssize_t n = ::recv(fd, &message, sizeof(message), 0);
+    ssize_t n = ::recv(fd, packet, sizeof(packet), 0);
+    if (n > static_cast<ssize_t>(sizeof(message))) {
+      note_leftover(packet, static_cast<std::size_t>(n));  // guardian_leftovers_posix.cpp
+      continue;
+    }
     if (n == sizeof(message)) {
+      std::memcpy(&message, packet, sizeof(message));
       if (message == kKillRequest) {
         guardian_kill(state);
         const char done = 'k';
@@ -118,7 +124,8 @@ void guardian_kill(GuardianState& state) {
   }
   guardian_kill(state);
   if (mechanism == Containment::Cgroup) remove_cgroup(cgroup);
-  ::_exit(0);  // as a namespace's init, this makes the kernel kill any member left
+  remove_leftovers();  // a killed launcher's files (guardian_leftovers_posix.cpp)
+  ::_exit(0);          // as a namespace's init, this makes the kernel kill any member left
 }
 
 // Waits up to `timeout_ms` for one byte from the guardian. Signals (the supervisor's
@@ -191,6 +198,7 @@ GroupGuardian::GroupGuardian(GroupGuardian&& other) noexcept
 
 GroupGuardian::~GroupGuardian() {
   if (!active_) return;
+  forget_leftovers();  // a launcher that gets here removed its files itself
   close_fd(fd_);
   if (pid_ > 0 && mechanism_ == Containment::PidNamespace) {
     // The init's exit waits until every member is reaped, workers included, and those are

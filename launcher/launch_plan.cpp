@@ -187,6 +187,13 @@ void set_diagnosis(LaunchPlan& plan, const config::Settings& s) {
   plan.python_stacks = s.python_stacks.value_or(true);
 }
 
+void set_forwarded_signals(LaunchPlan& plan, const config::Settings& s) {
+  if (!s.signals_to_handle) return;
+  for (const std::string& name : config::unhandled_signals(*s.signals_to_handle)) {
+    if (auto number = config::signal_number(name)) plan.forwarded_signals.push_back(*number);
+  }
+}
+
 }  // namespace
 
 std::string make_run_id(std::chrono::system_clock::time_point now, std::uint32_t random) {
@@ -210,6 +217,7 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
   if (s.role) plan.role = *s.role;
   plan.virtual_local_rank = s.virtual_local_rank.value_or(false);
   set_diagnosis(plan, s);
+  set_forwarded_signals(plan, s);
   return plan;
 }
 

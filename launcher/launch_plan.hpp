@@ -40,6 +40,9 @@ struct LaunchPlan {
   // Stop signals ignored when xlaunch started (nohup, a background job of a script): they
   // stay ignored, as the one who started xlaunch asked.
   std::vector<int> ignored_stop_signals;
+  // Signals --signals_to_handle names beyond the stop signals (SIGUSR1...): forwarded to
+  // every worker; the job goes on.
+  std::vector<int> forwarded_signals;
   // Diagnosis (docs/diagnose.md).
   std::chrono::milliseconds stall_timeout{300'000};  // 0: no stall detection
   bool stop_on_stall = false;

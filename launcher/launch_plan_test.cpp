@@ -1,6 +1,7 @@
 #include "launcher/launch_plan.hpp"
 
 #include <catch2/catch.hpp>
+#include <csignal>
 
 #include "config/schema.hpp"
 #include "config/usage_error.hpp"
@@ -195,4 +196,13 @@ TEST_CASE("stall settings: defaults, off, stop, and bounds", "[plan]") {
   CHECK(plan_for(s).stall_timeout == std::chrono::milliseconds(2500));
   s.stall_timeout = 1e7;
   CHECK_THROWS_WITH(plan_for(s), Catch::Contains("--stall_timeout must be 0 (off) to 1000000"));
+}
+
+TEST_CASE("signals named beyond the four stop signals are forwarded to the workers", "[plan]") {
+  CHECK(plan_for({}).forwarded_signals.empty());
+  config::Settings s;
+  s.signals_to_handle = "SIGTERM,SIGINT,SIGUSR1,SIGUSR2";
+  CHECK(plan_for(s).forwarded_signals == std::vector<int>{SIGUSR1, SIGUSR2});
+  s.signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
+  CHECK(plan_for(s).forwarded_signals.empty());
 }

@@ -110,6 +110,16 @@ class GroupGuardian {
   /// The mechanism with where it acts, for the log: "cgroup /sys/fs/cgroup/xlaunch-...".
   std::string describe() const;
 
+  /// What the launcher leaves if it is killed (docs/diagnose.md): when the launcher's socket
+  /// closes before forget_leftovers(), the guardian removes `path`, once the run's processes
+  /// are gone and only while it is the same file or folder as now (device and inode): a
+  /// file, a folder and all it holds, or a temporary run folder (only what xlaunch makes in
+  /// it: attempt_N/rank_R/error.json and gpu.csv). guardian_leftovers_posix.cpp.
+  enum class Leftover : char { file = 'f', folder = 't', run_folder = 'r' };
+  void remove_if_killed(const std::string& path, Leftover kind);
+  /// The launcher ends normally and removes its own files: the guardian forgets them.
+  void forget_leftovers();
+
   /// SIGKILLs everything in the run's containment except the guardian: every process of
   /// the run's cgroup (and waits, up to 10 s, until it is empty), every other member of
   /// the PID namespace, or the process groups registered since the last call; then the

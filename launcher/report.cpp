@@ -25,6 +25,15 @@ bool failed(const WorkerOutcome& worker) {
 }
 
 std::string signal_name(int signal) {
+  // glibc has no abbreviation for real-time signals: name them as kill -l does.
+  if (signal >= SIGRTMIN && signal <= SIGRTMAX) {
+    const int from_min = signal - SIGRTMIN;
+    const int to_max = SIGRTMAX - signal;
+    if (from_min == 0) return "SIGRTMIN";
+    if (to_max == 0) return "SIGRTMAX";
+    return from_min <= to_max ? fmt::format("SIGRTMIN+{}", from_min)
+                              : fmt::format("SIGRTMAX-{}", to_max);
+  }
   const char* abbrev = sigabbrev_np(signal);
   if (abbrev == nullptr) return fmt::format("signal {}", signal);
   return fmt::format("SIG{}", abbrev);

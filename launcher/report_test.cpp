@@ -1,5 +1,7 @@
 #include "launcher/report.hpp"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <csignal>
 
@@ -21,6 +23,17 @@ TEST_CASE("exit codes: the worker's own, or 128 + signal", "[report]") {
   ok.exit_code = 0;
   CHECK_FALSE(failed(ok));
   CHECK(signal_name(SIGINT) == "SIGINT");
+}
+
+TEST_CASE("real-time signals are named as kill -l names them", "[report]") {
+  CHECK(signal_name(SIGRTMIN) == "SIGRTMIN");
+  CHECK(signal_name(SIGRTMIN + 4) == "SIGRTMIN+4");
+  CHECK(signal_name(SIGRTMIN + 15) == "SIGRTMIN+15");
+  CHECK(signal_name(SIGRTMAX - 14) == "SIGRTMAX-14");
+  CHECK(signal_name(SIGRTMAX) == "SIGRTMAX");
+  WorkerOutcome rt;
+  rt.signal = SIGRTMIN + 4;
+  CHECK(describe_end(rt) == fmt::format("was killed by SIGRTMIN+4 (signal {})", SIGRTMIN + 4));
 }
 
 TEST_CASE("the root cause names rank, host, pid, cause, stderr and error file", "[report]") {

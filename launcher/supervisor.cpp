@@ -28,6 +28,13 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
   s.monitor = std::make_unique<diagnose::StallMonitor>(s.io, s.monitor_options(),
                                                        s.monitor_output(), hooks.store_clients);
   s.monitor->on_stall_stop = [&s] { s.stop_for_stall(); };
+  // Should the launcher be killed, its guardian removes them (docs/diagnose.md).
+  if (!s.monitor->temp_dir().empty()) {
+    s.guardian.remove_if_killed(s.monitor->temp_dir(), GroupGuardian::Leftover::folder);
+  }
+  if (!s.monitor->socket_path().empty()) {
+    s.guardian.remove_if_killed(s.monitor->socket_path(), GroupGuardian::Leftover::file);
+  }
   RunSummary summary;
   summary.run_id = s.plan.run_id;
   summary.host = s.host;
@@ -47,11 +54,15 @@ Supervisor::Impl::Impl(const LaunchPlan& p, const Environment& env, RunFiles& f,
                        GroupGuardian& g)
     : plan(p), parent_env(env), files(f), host(std::move(h)), guardian(g) {
   add_stop_signals();
+  add_other_signals();
   // Text queued from another thread (the agent's monitor) must get written too.
   console_on_backlog([this] { asio::post(io, [this] { arm_console(); }); });
 }
 
-Supervisor::Impl::~Impl() { console_on_backlog({}); }
+Supervisor::Impl::~Impl() {
+  console_on_backlog({});
+  ignore_other_signals();
+}
 
 void Supervisor::Impl::record_attempt(RunSummary& summary, int attempt) {
   try {
@@ -185,6 +196,8 @@ diagnose::StallMonitor::Options Supervisor::Impl::monitor_options() const {
   o.stop_on_stall = plan.stop_on_stall;
   o.python_stacks = plan.python_stacks;
   o.registry_dir = diagnose::registry_dir(current_environment(), ::getuid());
+  o.run_cgroup_procs = worker_placement().cgroup_procs;
+  o.guardian_pid = guardian.pid();
   return o;
 }
 

@@ -19,6 +19,10 @@ namespace {
 // launcher stops reading them and reports the exit anyway.
 constexpr auto kDrainGrace = std::chrono::seconds(2);
 
+// A second stop signal this soon after the first is the same request arriving twice; a
+// person's second Ctrl-C comes later.
+constexpr auto kSameStopRequest = std::chrono::milliseconds(500);
+
 }  // namespace
 
 void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank) {
@@ -194,13 +198,20 @@ void Supervisor::Impl::add_stop_signals() {
 void Supervisor::Impl::watch_stop_signals() {
   stop_signals.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
-    if (interrupted_by) {
+    const auto now = std::chrono::steady_clock::now();
+    if (interrupted_by && now - interrupted_at < kSameStopRequest) {
+      // One Ctrl-C delivered twice: by the terminal, and by a wrapper such as timeout(1)
+      // that forwards what it gets.
+      files.log(fmt::format("received {} again within {}ms: the same request", signal_name(signal),
+                            kSameStopRequest.count()));
+    } else if (interrupted_by) {
       say("xlaunch: {} again: killing every worker now\n", signal_name(signal));
       kill_all("second signal");
     } else if (first_failure) {
       // The job is already failing: the signal hurries the teardown and rules out a
       // restart, but the failure stays the root cause and its exit code.
       interrupted_by = signal;
+      interrupted_at = now;
       signal_after_failure = true;
       say("xlaunch: {} while stopping after rank {}'s failure: killing every worker now\n",
           signal_name(signal), workers[*first_failure].outcome.rank);
@@ -208,6 +219,7 @@ void Supervisor::Impl::watch_stop_signals() {
       kill_all("signal during the teardown");
     } else {
       interrupted_by = signal;
+      interrupted_at = now;
       say("xlaunch: {}: stopping every worker (waiting up to {:.3g}s; {} again kills them at "
           "once)\n",
           signal_name(signal), plan.term_timeout.count() / 1000.0, signal_name(signal));
@@ -231,6 +243,7 @@ void Supervisor::Impl::finish_if_done() {
   if (monitor) monitor->end_attempt();
   child_signals.cancel();
   stop_signals.cancel();
+  other_signals.cancel();
   for (auto& waiter : console_waiters) {
     if (waiter) waiter->cancel();
   }
@@ -251,6 +264,7 @@ void Supervisor::Impl::run_attempt(int attempt) {
   add_stop_signals();
   watch_children();
   watch_stop_signals();
+  watch_other_signals();
   spawning = true;
   for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
     // A signal or a failure that arrives while workers start stops the start-up.

@@ -1,8 +1,9 @@
-// The supervisor's state and steps, shared by its three files (supervisor.hpp is the
+// The supervisor's state and steps, shared by its four files (supervisor.hpp is the
 // interface; this header is internal to launcher/): supervisor.cpp runs the attempts and
 // turns each one's end into the run's summary; one attempt's events are handled in
-// supervisor_output.cpp (the workers' pipes to their logs and the console) and
-// supervisor_events.cpp (starting workers, their exits, stop signals, the end of an attempt).
+// supervisor_output.cpp (the workers' pipes to their logs and the console),
+// supervisor_events.cpp (starting workers, their exits, stop signals, the end of an attempt)
+// and supervisor_signals_posix.cpp (the signals forwarded to the workers).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -65,6 +66,9 @@ struct Supervisor::Impl {
   asio::io_context io;
   asio::signal_set child_signals{io, SIGCHLD};
   asio::signal_set stop_signals{io};  // those not ignored at start (add_stop_signals)
+  // --signals_to_handle's others, forwarded to the workers; SIGUSR1/SIGUSR2 when not named,
+  // only noted: the scheduler's warning signals must not end the launcher.
+  asio::signal_set other_signals{io};
   asio::steady_timer kill_timer{io};
   std::unique_ptr<asio::posix::stream_descriptor> console_waiters[2];
   bool console_armed[2] = {false, false};
@@ -77,7 +81,8 @@ struct Supervisor::Impl {
   bool attempt_done = false;  // nothing to wait for: handlers must not re-arm
   std::optional<std::size_t> first_failure;
   std::optional<int> interrupted_by;
-  bool signal_after_failure = false;  // interrupted_by came after first_failure
+  std::chrono::steady_clock::time_point interrupted_at;  // when interrupted_by arrived
+  bool signal_after_failure = false;                     // interrupted_by came after first_failure
   std::string console_piece;
   const AttemptHooks* hooks = nullptr;
   int attempt = 0;
@@ -137,6 +142,11 @@ struct Supervisor::Impl {
   // Ignored at start (nohup's SIGHUP, say): not watched, so they stay ignored.
   void add_stop_signals();
   void watch_stop_signals();
+  // --signals_to_handle beyond the stop signals (supervisor_signals_posix.cpp).
+  void add_other_signals();
+  void watch_other_signals();
+  void forward_signal(int signal);
+  void ignore_other_signals();
   // Ends the attempt once every worker was started, has exited and was read to the end.
   void finish_if_done();
   void run_attempt(int attempt);

@@ -1,4 +1,4 @@
-"""Python stacks on demand (`xlaunch stacks`, kill -USR1 <xlaunch>) and on a crash, through
+"""Python stacks on demand (`xlaunch stacks`) and on a crash, through
 the sitecustomize xlaunch ships; a script dialing its own MASTER_PORT (docs/diagnose.md)."""
 import os
 import pathlib
@@ -98,8 +98,7 @@ def test_sigsegv_traceback_is_in_the_root_cause(xlaunch_bin, plain_python, tmp_p
     assert 'segv.py", line 10 in <module>' in root_cause, root_cause
 
 
-def test_xlaunch_stacks_and_sigusr1_dump_every_rank_grouped(xlaunch_bin, plain_python,
-                                                            tmp_path):
+def test_xlaunch_stacks_dumps_every_rank_grouped(xlaunch_bin, plain_python, tmp_path):
     script = tmp_path / "waiter.py"
     script.write_text(WAITER)
     runtime = tmp_path / "runtime"
@@ -109,7 +108,7 @@ def test_xlaunch_stacks_and_sigusr1_dump_every_rank_grouped(xlaunch_bin, plain_p
                  env=env, python=plain_python)
     try:
         wait_for_files(tmp_path, "ready_*", 3, timeout=120)
-        assert (runtime / "xlaunch" / "stackrun.pid").read_text().strip() == str(proc.pid)
+        assert (runtime / "xlaunch" / "stackrun.sock").is_socket()
         r = stacks_cmd(xlaunch_bin, env)  # the only launcher running: no run id needed
         assert r.returncode == 0, r.stderr
         assert "xlaunch:   ranks 0,1,2: wait_here at waiter.py:8" in r.stdout, r.stdout
@@ -118,16 +117,16 @@ def test_xlaunch_stacks_and_sigusr1_dump_every_rank_grouped(xlaunch_bin, plain_p
         assert r.returncode == 2
         assert "no running launcher with run id otherrun" in r.stderr
         assert "xlaunch stacks stackrun" in r.stderr
-        os.kill(proc.pid, signal.SIGUSR1)
-        r = stacks_cmd(xlaunch_bin, env, "stackrun")  # after the USR1 dump: a second one
+        r = stacks_cmd(xlaunch_bin, env, "stackrun")  # by run id: a second dump
         assert r.returncode == 0, r.stderr
+        assert "xlaunch:   ranks 0,1,2: wait_here at waiter.py:8" in r.stdout, r.stdout
     finally:
         (tmp_path / "stop").write_text("")
     code, out, err = finish(proc)
     assert code == 0, err
-    assert err.count("xlaunch: Python stacks of every rank, identical ones once:") == 3, err
-    assert "SIGUSR1: dumping every rank's Python stacks" in err
-    assert not (runtime / "xlaunch" / "stackrun.pid").exists()
+    assert err.count("xlaunch: Python stacks of every rank, identical ones once:") == 2, err
+    assert "stacks requested (xlaunch stacks): dumping every rank's Python stacks" in err
+    assert not (runtime / "xlaunch" / "stackrun.sock").exists()
 
 
 def test_non_python_workers_only_say_stacks_are_not_available(xlaunch_bin, tmp_path):
@@ -140,7 +139,7 @@ def test_non_python_workers_only_say_stacks_are_not_available(xlaunch_bin, tmp_p
                             start_new_session=True)
     try:
         wait_for_children(proc.pid, 2)
-        wait_for_files(runtime / "xlaunch", "sleeps.pid", 1, timeout=60)
+        wait_for_files(runtime / "xlaunch", "sleeps.sock", 1, timeout=60)
         r = stacks_cmd(xlaunch_bin, env, "sleeps")
         assert r.returncode == 0, r.stderr
         assert "xlaunch:   ranks 0,1: stacks not available: not a Python worker" in r.stdout

@@ -167,7 +167,7 @@ def test_newer_torchrun_flags_reach_the_settings(xlaunch_bin, tmp_path):
     assert got["virtual_local_rank"] == "true"
     assert got["signals_to_handle"] == "SIGTERM,SIGUSR1"
     assert got["rdzv_conf"] == "close_timeout=4,is_host=true"
-    assert "SIGUSR1 keep their default action" in r.stderr
+    assert got["plan.forwarded_signals"] == "SIGUSR1"  # forwarded to the workers
     assert "cannot load torchrun.logs_specs plugins" in r.stderr
     assert "does not bind workers to NUMA nodes" in r.stderr
 

@@ -1,0 +1,59 @@
+// Whether a rank may be sent the dump signal right now (docs/diagnose.md, "What xlaunch may
+// signal"): only while its program is the Python process that registered faulthandler
+// (the kernel's SigCgt mask shows a handler for the signal) and the descriptor it dumps to
+// is still xlaunch's dump file (same device and inode). The pure checks are here; reading
+// /proc and sending are in stacks_target_posix.cpp.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace xlaunch::diagnose {
+
+/// Whether /proc/PID/status text says the process has a handler for `signal` (SigCgt).
+/// False when the line is missing or malformed.
+bool catches_signal(std::string_view proc_status, int signal);
+
+/// The descriptor number a worker's .fd note names ("960\n"); nullopt when malformed.
+std::optional<int> parse_descriptor_note(std::string_view text);
+
+/// The pid a process sees for itself, from /proc/PID/status text: the last of its NSpid
+/// line (in a PID namespace, the worker's os.getpid(), which names its files); nullopt when
+/// the line is missing.
+std::optional<long> own_pid(std::string_view proc_status);
+
+enum class DumpTarget {
+  ready,        // send
+  not_python,   // no faulthandler of ours was ever registered (no .fd note)
+  no_handler,   // it no longer catches the signal: exec'd another program, unregistered
+  file_closed,  // the descriptor is gone or now another file: it closed its descriptors
+  ended,        // the process is gone
+};
+
+/// The report's text for a rank that was not asked ("stacks not available: ...").
+std::string missing_text(DumpTarget why);
+
+/// A rank's process: `pid` as the launcher sees it, `own_pid` as it sees itself (they differ
+/// in a PID namespace; its files are named with the latter).
+struct RankProcess {
+  int rank = 0;
+  long pid = 0;
+  long own_pid = 0;
+};
+
+/// Checks a rank's process right before a request (stacks_target_posix.cpp).
+DumpTarget check_dump_target(const std::string& stacks_dir, const RankProcess& rank);
+
+/// Sends the dump signal when check_dump_target says ready; returns what the check said.
+DumpTarget request_dump(const std::string& stacks_dir, const RankProcess& rank);
+
+/// `pid`'s own pid (own_pid above), read now; `pid` itself when it cannot be read.
+long read_own_pid(long pid);
+
+/// For the launcher itself, first thing: SIGRTMIN+4, the dump signal of earlier versions
+/// (which a user may still send it), does nothing, rather than end the launcher and leave
+/// its workers to the guardian. A handler, not SIG_IGN, which workers would inherit.
+void survive_old_dump_signal();
+
+}  // namespace xlaunch::diagnose

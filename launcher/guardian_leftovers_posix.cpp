@@ -1,0 +1,173 @@
+// What a killed launcher leaves (docs/diagnose.md, "A launcher that is killed"): the
+// launcher tells its guardian which of its files and folders to remove should it die without
+// removing them itself; the guardian does so once the run's processes are gone. Only what is
+// provably the run's own: each path is removed only while it is still the file or folder
+// registered (device and inode), and a temporary run folder loses only what xlaunch makes in
+// it. A --log_dir run folder is never registered: it holds the logs the user asked for.
+// The guardian's side runs in the guardian: async-signal-safe calls only, no allocation.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "launcher/containment_posix.hpp"
+#include "launcher/process.hpp"
+
+namespace xlaunch::launcher {
+namespace {
+
+constexpr std::size_t kMaxLeftovers = 8;
+constexpr int kMaxDepth = 4;  // stacks folder: python/__pycache__/<file> is the deepest
+constexpr char kForget = 'x';
+
+struct Registered {
+  char kind = 0;  // 0: free
+  std::uint64_t dev = 0;
+  std::uint64_t ino = 0;
+  char path[PATH_MAX] = {};
+};
+
+Registered leftovers[kMaxLeftovers];
+
+bool same(const char* path, const Registered& r) {
+  struct stat st {};
+  return ::lstat(path, &st) == 0 && st.st_dev == r.dev && st.st_ino == r.ino;
+}
+
+bool digits_after(const char* name, const char* prefix) {
+  const std::size_t n = std::strlen(prefix);
+  if (std::strncmp(name, prefix, n) != 0 || name[n] == '\0') return false;
+  for (const char* c = name + n; *c != '\0'; ++c) {
+    if (*c < '0' || *c > '9') return false;
+  }
+  return true;
+}
+
+// Calls `each(name, d_type)` for every entry of the folder open as `dir` but . and ..;
+// `buffer` is the caller's, one per depth.
+template <typename Each>
+void for_entries(int dir, char (&buffer)[4096], Each each) {
+  ::lseek(dir, 0, SEEK_SET);
+  while (true) {
+    const long n = ::syscall(SYS_getdents64, dir, buffer, sizeof buffer);
+    if (n <= 0) return;
+    for (long at = 0; at < n;) {
+      const auto* entry = reinterpret_cast<const dirent64*>(buffer + at);
+      at += entry->d_reclen;
+      const char* name = entry->d_name;
+      if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
+      each(name, entry->d_type);
+    }
+  }
+}
+
+char buffers[kMaxDepth + 1][4096];
+
+// Everything in the folder open as `dir`, depth first (symbolic links removed, never
+// followed).
+void empty_folder(int dir, int depth) {
+  for (int pass = 0; pass < 3; ++pass) {  // entries removed while reading may be skipped
+    for_entries(dir, buffers[depth], [&](const char* name, unsigned char type) {
+      if (type != DT_DIR && ::unlinkat(dir, name, 0) == 0) return;
+      if (depth >= kMaxDepth) return;
+      const int sub = ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0) return;
+      empty_folder(sub, depth + 1);
+      ::close(sub);
+      ::unlinkat(dir, name, AT_REMOVEDIR);
+    });
+  }
+}
+
+// A temporary run folder: the error files and folders of each attempt and rank, and
+// gpu.csv, as RunFiles removes them after a success; anything else (a worker's own file)
+// keeps its folder.
+void empty_run_folder(int dir) {
+  for_entries(dir, buffers[0], [&](const char* name, unsigned char) {
+    if (std::strcmp(name, "gpu.csv") == 0) ::unlinkat(dir, name, 0);
+    if (!digits_after(name, "attempt_")) return;
+    const int attempt = ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (attempt < 0) return;
+    for_entries(attempt, buffers[1], [&](const char* rank, unsigned char) {
+      if (!digits_after(rank, "rank_")) return;
+      const int folder = ::openat(attempt, rank, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (folder < 0) return;
+      ::unlinkat(folder, "error.json", 0);
+      ::close(folder);
+      ::unlinkat(attempt, rank, AT_REMOVEDIR);
+    });
+    ::close(attempt);
+    ::unlinkat(dir, name, AT_REMOVEDIR);
+  });
+}
+
+void remove_one(const Registered& r) {
+  if (!same(r.path, r)) return;  // gone, or another file took the path
+  if (r.kind == static_cast<char>(GroupGuardian::Leftover::file)) {
+    ::unlink(r.path);
+    return;
+  }
+  const int dir = ::open(r.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) return;
+  if (r.kind == static_cast<char>(GroupGuardian::Leftover::folder)) {
+    empty_folder(dir, 0);
+  } else {
+    empty_run_folder(dir);
+  }
+  ::close(dir);
+  ::rmdir(r.path);  // fails, harmlessly, when something stays
+}
+
+}  // namespace
+
+bool note_leftover(const char* message, std::size_t size) {
+  if (size != sizeof(LeftoverMessage)) return false;
+  LeftoverMessage m;
+  std::memcpy(&m, message, sizeof m);
+  if (std::memcmp(m.tag, kLeftoverTag, sizeof m.tag) != 0) return false;
+  if (m.kind == kForget) {
+    for (Registered& r : leftovers) r.kind = 0;
+    return true;
+  }
+  for (Registered& r : leftovers) {
+    if (r.kind != 0) continue;
+    r.kind = m.kind;
+    r.dev = m.dev;
+    r.ino = m.ino;
+    std::memcpy(r.path, m.path, sizeof r.path);
+    r.path[sizeof r.path - 1] = '\0';
+    return true;
+  }
+  return true;  // full: that one stays behind
+}
+
+void remove_leftovers() {
+  for (Registered& r : leftovers) {
+    if (r.kind != 0) remove_one(r);
+    r.kind = 0;
+  }
+}
+
+void GroupGuardian::remove_if_killed(const std::string& path, Leftover kind) {
+  struct stat st {};
+  if (fd_ < 0 || path.size() >= PATH_MAX || ::lstat(path.c_str(), &st) != 0) return;
+  LeftoverMessage m;
+  m.kind = static_cast<char>(kind);
+  m.dev = st.st_dev;
+  m.ino = st.st_ino;
+  std::memcpy(m.path, path.c_str(), path.size() + 1);
+  ::send(fd_, &m, sizeof m, MSG_NOSIGNAL);
+}
+
+void GroupGuardian::forget_leftovers() {
+  if (fd_ < 0) return;
+  LeftoverMessage m;
+  m.kind = kForget;
+  ::send(fd_, &m, sizeof m, MSG_NOSIGNAL);
+}
+
+}  // namespace xlaunch::launcher

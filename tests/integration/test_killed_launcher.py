@@ -1,0 +1,81 @@
+"""What a launcher killed by SIGKILL leaves behind (docs/diagnose.md, "A launcher that is
+killed"): its guardian removes the `xlaunch stacks` socket, the Python stacks folder and the
+temporary run folder; a --log_dir run folder, which holds logs the user asked for, stays."""
+import os
+import pathlib
+import signal
+import textwrap
+
+from launch_helpers import start, wait_for_files, wait_until_gone
+
+WAITER = textwrap.dedent("""\
+    import os
+    import pathlib
+    import time
+
+    out = pathlib.Path(os.environ["OUT"])
+    print("waiting", flush=True)
+    (out / ("ready_" + os.environ["RANK"])).write_text(str(os.getpid()))
+    while True:
+        time.sleep(1)
+    """)
+
+
+def children(pid):
+    found = []
+    for entry in pathlib.Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == str(pid):
+            found.append(int(entry.name))
+    return found
+
+
+def kill_launcher_mid_run(xlaunch_bin, python, tmp_path, extra):
+    script = tmp_path / "waiter.py"
+    script.write_text(WAITER)
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {"OUT": str(tmp_path), "XDG_RUNTIME_DIR": str(runtime), "TMPDIR": str(tmp)}
+    proc = start(xlaunch_bin, ["--num_processes", "2", "--run_id", "killed", *extra, str(script)],
+                 env=env, python=python)
+    wait_for_files(tmp_path, "ready_*", 2, timeout=120)
+    before = {p.name for p in tmp.iterdir()}
+    registered = sorted(p.name for p in (runtime / "xlaunch").iterdir())
+    # The guardian and the workers: the processes that must be gone before looking.
+    family = children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert wait_until_gone(family, timeout=60) == [], family
+    return runtime, tmp, before, registered
+
+
+def test_a_killed_launchers_files_are_removed_by_its_guardian(xlaunch_bin, plain_python,
+                                                              tmp_path):
+    runtime, tmp, before, registered = kill_launcher_mid_run(xlaunch_bin, plain_python,
+                                                             tmp_path, [])
+    # While it ran: its socket, its stacks folder and its temporary run folder.
+    assert registered == ["killed.sock"], registered
+    assert any(n.startswith("xlaunch-stacks-killed-") for n in before), before
+    assert any(n.startswith("xlaunch-killed-") for n in before), before
+    assert list((runtime / "xlaunch").iterdir()) == []
+    assert list(tmp.iterdir()) == []
+
+
+def test_a_killed_launcher_keeps_the_log_folder_it_was_asked_for(xlaunch_bin, plain_python,
+                                                                 tmp_path):
+    logs = tmp_path / "logs"
+    runtime, tmp, before, registered = kill_launcher_mid_run(xlaunch_bin, plain_python,
+                                                             tmp_path, ["--log_dir", str(logs)])
+    assert registered == ["killed.sock"], registered
+    assert list((runtime / "xlaunch").iterdir()) == []
+    assert list(tmp.iterdir()) == []  # the stacks folder is gone
+    folder = logs / "killed"
+    assert (folder / "xlaunch.log").exists()
+    for rank in (0, 1):
+        assert (folder / "attempt_0" / f"rank_{rank}" / "stdout.log").read_text() == "waiting\n"
+    assert not (folder / "summary.json").exists()
