@@ -86,13 +86,15 @@ struct Supervisor::Impl {
   std::optional<std::size_t> first_failure;
   std::optional<int> interrupted_by;
   bool signal_after_failure = false;  // interrupted_by came after first_failure
-  std::string console_piece;
+  std::string console_batch;          // the console lines of the read being split
   const AttemptHooks* hooks = nullptr;
   int attempt = 0;
   bool failure_published = false;
   std::unique_ptr<diagnose::StallMonitor> monitor;  // stalls, stacks, wrong addresses (diagnose.md)
   bool stalled_stop = false;                        // --on_stall stop stopped this attempt
   diagnose::OutputActivity activity;  // lines per rank per second, for the run's picture
+  Clock::time_point batch_time;       // when the output being split was read
+  std::uint64_t batch_lines = 0;      // pieces it held
 
   Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g);
   ~Impl();
@@ -121,6 +123,8 @@ struct Supervisor::Impl {
   void read_more(Worker& worker, Stream& stream);
   void on_bytes(Worker& worker, Stream& stream, std::string_view bytes);
   void on_piece(Worker& worker, Stream& stream, std::string_view text, char terminator);
+  // After a read's pieces: their count to the activity, their lines to the console.
+  void end_batch(Worker& worker, Stream& stream);
   // Waits for the console to take more while it has a backlog; never blocks the loop.
   void arm_console();
   void close_stream(Worker& worker, Stream& stream);
