@@ -85,7 +85,7 @@ def tables(r, args):
         for m, label in names.items():
             lines.append(f"| {label} | {P[m]['MB_per_s']:.0f} | {P[m]['seconds']:.2f} | "
                          f"{P[m]['MB_per_s'] / base:.2f}× |")
-    lines += ["", "Targets (issue 2):", ""]
+    lines += ["", "Targets (issues 2 and 18):", ""]
     for name, ok, text in targets(r):
         lines.append(f"- {name}: {text} — {'met' if ok else ('NOT met' if ok is False else 'not measured')}")
     return "\n".join(lines)
@@ -104,4 +104,8 @@ def targets(r):
     m = r.get("rss", {}).get("xlaunch", {}).get("vmhwm_mib")
     out.append(("launcher RSS < 10 MB", None if m is None else m * 1.048576 < 10,
                 f"{fmt(m, ' MiB')}" + ("" if m is None else f" = {m * 1.048576:.1f} MB")))
+    p = r.get("print", {})
+    c = ratio(p.get("xlaunch", {}).get("seconds"), p.get("direct_file", {}).get("seconds"))
+    out.append(("console: through xlaunch no slower than the worker writing a file (time ≤ 1.0×)",
+                None if c is None else c <= 1.0, f"{fmt(c, '×')}"))
     return out

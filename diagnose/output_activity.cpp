@@ -4,10 +4,11 @@
 
 namespace xlaunch::diagnose {
 
-void OutputActivity::note(int attempt, int rank, std::chrono::system_clock::time_point when) {
+void OutputActivity::note(int attempt, int rank, std::chrono::system_clock::time_point when,
+                          std::uint64_t lines) {
   const std::int64_t second =
       std::chrono::duration_cast<std::chrono::seconds>(when.time_since_epoch()).count();
-  ++lines_[{attempt, rank, second}];
+  lines_[{attempt, rank, second}] += static_cast<std::uint32_t>(lines);
 }
 
 std::string OutputActivity::csv() const {

@@ -12,8 +12,9 @@ namespace xlaunch::diagnose {
 
 class OutputActivity {
  public:
-  /// One line (or progress-bar redraw) of `rank` in `attempt` at `when`.
-  void note(int attempt, int rank, std::chrono::system_clock::time_point when);
+  /// `lines` lines (or progress-bar redraws) of `rank` in `attempt` at `when`.
+  void note(int attempt, int rank, std::chrono::system_clock::time_point when,
+            std::uint64_t lines = 1);
   /// activity.csv's content, header included, ordered by attempt, rank, second.
   std::string csv() const;
 

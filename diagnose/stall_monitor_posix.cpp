@@ -153,12 +153,14 @@ void StallMonitor::on_start(int local_rank, int rank, long pid) {
   r.alive = true;
 }
 
-void StallMonitor::on_output(int local_rank, std::string_view line) {
+void StallMonitor::on_output(int local_rank, std::string_view line,
+                             std::chrono::system_clock::time_point when) {
   Impl::RankInfo& r = impl_->ranks[local_rank];
   ++r.lines;
   if (line.empty()) return;
-  r.last_line = std::string(line.substr(0, 300));
-  r.last_output = Clock::now();
+  if (!r.last_line) r.last_line.emplace();
+  r.last_line->assign(line.substr(0, 300));
+  r.last_output = when;
 }
 
 void StallMonitor::on_end(int local_rank, std::string description) {

@@ -14,12 +14,16 @@
 #include "job/supervise.hpp"
 #include "launcher/process.hpp"
 #include "launcher/run_files.hpp"
+#include "launcher/spawner.hpp"
 
 namespace xlaunch::job {
 
 using namespace launcher;
 
 int launch(const LaunchRequest& request) {
+  // First, while this process has one thread: every worker is made there (spawner.hpp).
+  // Destroyed last, after the job.
+  const Spawner spawner = Spawner::start();
   // A closed console must not kill the launcher mid-job; write errors are handled instead.
   ::signal(SIGPIPE, SIG_IGN);
   diagnose::survive_old_dump_signal();

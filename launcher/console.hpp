@@ -23,7 +23,9 @@ struct ConsoleStats {
   bool err_closed = false;
 };
 
-/// Queues a worker's line(s) and writes what the console takes now.
+/// Queues a worker's line(s), as many whole ones as the console's buffer holds (the others
+/// are dropped and counted). They are written by the next console_flush_now(): the caller
+/// queues all the lines of one read, then flushes.
 void console_worker_text(ConsoleStream stream, std::string_view lines);
 /// Queues one of xlaunch's own messages on stderr and writes what the console takes now.
 void console_say(std::string_view text);

@@ -20,18 +20,35 @@ void ConsoleBuffer::add_worker_text(std::string_view lines) { add(lines, worker_
 
 void ConsoleBuffer::add_own_text(std::string_view lines) { add(lines, worker_cap_ + reserve_); }
 
+namespace {
+
+// Length of the whole lines at the start of `lines` that fit in `room` bytes: up to and
+// including the last terminator there.
+std::size_t whole_lines_within(std::string_view lines, std::size_t room) {
+  for (std::size_t end = std::min(room, lines.size()); end > 0; --end) {
+    if (lines[end - 1] == '\n' || lines[end - 1] == '\r') return end;
+  }
+  return 0;
+}
+
+}  // namespace
+
 void ConsoleBuffer::add(std::string_view lines, std::size_t cap) {
   if (closed_) {
     lost_total_ += count_lines(lines);
     return;
   }
-  if (pending().size() + lines.size() > cap) {
-    const std::uint64_t n = count_lines(lines);
+  const std::size_t room = cap > pending().size() ? cap - pending().size() : 0;
+  if (lines.size() > room) {
+    // The lines that fit are kept, the rest dropped and counted: a batch is never split
+    // inside a line.
+    const std::size_t kept = whole_lines_within(lines, room);
+    const std::uint64_t n = count_lines(lines.substr(kept));
     dropped_since_notice_ += n;
     dropped_total_ += n;
-    return;
+    lines = lines.substr(0, kept);
   }
-  append(lines);
+  if (!lines.empty()) append(lines);
 }
 
 void ConsoleBuffer::append(std::string_view lines) {

@@ -16,7 +16,8 @@ class ConsoleBuffer {
   /// `reserve` bytes more, so a report is not dropped because workers filled the buffer.
   explicit ConsoleBuffer(std::size_t worker_cap = 1 << 20, std::size_t reserve = 256 << 10);
 
-  /// Queues a worker's whole line(s). Dropped (and counted) when they do not fit.
+  /// Queues a worker's whole line(s): those that fit, in order; the others are dropped
+  /// (and counted).
   void add_worker_text(std::string_view lines);
   /// Queues one of xlaunch's own messages; dropped only when even the reserve is full.
   void add_own_text(std::string_view lines);

@@ -79,3 +79,17 @@ TEST_CASE("the written prefix is reclaimed, so a busy console stays within its c
   CHECK(buffer.pending().empty());
   CHECK(buffer.dropped_lines_total() == 0);
 }
+
+TEST_CASE("of a batch of lines, those that fit are kept and the rest dropped and counted") {
+  ConsoleBuffer buffer(20, 0);
+  buffer.add_worker_text("0123456789\n");
+  buffer.add_worker_text("abc\ndef\nghi\n");  // 4 + 4 fit in the 9 bytes left, "ghi" not
+  CHECK(buffer.pending() == "0123456789\nabc\ndef\n");
+  CHECK(buffer.dropped_lines_total() == 1);
+  buffer.add_worker_text("xy\n");  // no whole line fits in 1 byte: dropped, never cut
+  CHECK(buffer.pending() == "0123456789\nabc\ndef\n");
+  CHECK(buffer.dropped_lines_total() == 2);
+  buffer.consume(buffer.pending().size());
+  buffer.add_worker_text("bar\rbar\rlast\n");  // a progress bar's redraws are lines too
+  CHECK(buffer.pending() == "bar\rbar\rlast\n");
+}

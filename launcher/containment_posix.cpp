@@ -44,15 +44,15 @@ std::optional<StartedGuardian> start_in_cgroup(std::vector<ContainmentProbe>& pr
   return std::nullopt;
 }
 
-// The PID-namespace mechanism: the guardian is the init of a new PID namespace, which
-// workers enter at each fork (`run_namespace`; `own_namespace` is this process's, which it
-// stays in). nullopt when it does not work here: the last probe says why. Throws LaunchError
-// when this process cannot return to its own namespace.
+// The PID-namespace mechanism: the guardian is the init of a new PID namespace, where the
+// spawner puts the workers (`run_namespace`); this process stays in its own. nullopt when it does
+// not work here: the last probe says why. Throws LaunchError when this process cannot return to its
+// own namespace.
 std::optional<StartedGuardian> start_in_pid_namespace(std::vector<ContainmentProbe>& probes,
-                                                      int& own_namespace, int& run_namespace) {
+                                                      int& run_namespace) {
   const Containment mechanism = Containment::PidNamespace;
   // Our next child (the guardian) becomes the namespace's init; later ones its members.
-  own_namespace = ::open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+  const int own_namespace = ::open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
   if (own_namespace < 0) {
     probes.push_back(
         {mechanism, false, fmt::format("cannot open /proc/self/ns/pid: {}", errno_text(errno))});
@@ -71,9 +71,10 @@ std::optional<StartedGuardian> start_in_pid_namespace(std::vector<ContainmentPro
     error = errno;
   }
   // Our next children go to our own namespace again: while they would not, this
-  // process could not create threads (the store's). spawn_worker enters it per fork.
+  // process could not create threads (the store's). The spawner enters it for the workers.
   bool restored = ::setns(own_namespace, CLONE_NEWPID) == 0;
   if (!restored) error = errno;
+  ::close(own_namespace);
   if (pid < 0 || run_namespace < 0 || !restored) {
     if (pid > 0) {
       ::close(guardian.fd);
@@ -81,7 +82,6 @@ std::optional<StartedGuardian> start_in_pid_namespace(std::vector<ContainmentPro
       ::waitpid(static_cast<pid_t>(pid), nullptr, 0);
     }
     if (run_namespace >= 0) ::close(run_namespace);
-    ::close(own_namespace);
     probes.push_back({mechanism, false,
                       fmt::format("cannot start the namespace's init: {}", errno_text(error))});
     if (!restored) {
@@ -97,15 +97,11 @@ std::optional<StartedGuardian> start_in_pid_namespace(std::vector<ContainmentPro
 }
 
 // Where spawn_worker puts the workers of the chosen mechanism.
-void place_workers(Containment mechanism, const std::string& cgroup_dir, int own_namespace,
-                   int run_namespace) {
+void place_workers(Containment mechanism, const std::string& cgroup_dir, int run_namespace) {
   WorkerPlacement& placement = worker_placement();
   placement = {};
   if (mechanism == Containment::Cgroup) placement.cgroup_procs = cgroup_paths(cgroup_dir).procs;
-  if (run_namespace >= 0) {
-    placement.pid_namespace = run_namespace;
-    placement.own_pid_namespace = own_namespace;
-  }
+  placement.pid_namespace = run_namespace;
 }
 
 }  // namespace
@@ -118,7 +114,7 @@ std::vector<ContainmentProbe> probe_containment() {
   // In a child, so that this process's next children stay where they are.
   int error = in_child([] {
     if (::unshare(CLONE_NEWPID) != 0) return errno;
-    pid_t init = ::fork();
+    const auto init = static_cast<pid_t>(fork_bare());
     if (init < 0) return errno;
     if (init == 0) ::_exit(0);
     ::waitpid(init, nullptr, 0);
@@ -133,7 +129,6 @@ GroupGuardian GroupGuardian::start(ContainmentRequest request) {
   std::vector<ContainmentProbe> probes;
   for (Containment mechanism : containment_candidates(request)) {
     std::string dir;
-    int own_namespace = -1;
     int run_namespace = -1;
     std::optional<StartedGuardian> guardian;
     switch (mechanism) {
@@ -141,7 +136,7 @@ GroupGuardian GroupGuardian::start(ContainmentRequest request) {
         guardian = start_in_cgroup(probes, dir);
         break;
       case Containment::PidNamespace:
-        guardian = start_in_pid_namespace(probes, own_namespace, run_namespace);
+        guardian = start_in_pid_namespace(probes, run_namespace);
         break;
       case Containment::ProcessGroup:
         guardian = fork_guardian(mechanism, CgroupPaths{});
@@ -150,7 +145,7 @@ GroupGuardian GroupGuardian::start(ContainmentRequest request) {
     if (!guardian) continue;
     // Without a guardian (fork failed) process groups still work while the launcher
     // lives: it kills by itself.
-    place_workers(mechanism, dir, own_namespace, run_namespace);
+    place_workers(mechanism, dir, run_namespace);
     if (request == ContainmentRequest::Auto && mechanism == Containment::ProcessGroup) {
       fmt::print(stderr, "xlaunch: note: {}\n", fallback_note(probes));
     }

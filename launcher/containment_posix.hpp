@@ -14,6 +14,7 @@
 #include <string>
 
 #include "launcher/containment.hpp"
+#include "launcher/process.hpp"
 
 namespace xlaunch::launcher {
 
@@ -59,10 +60,11 @@ std::optional<std::string> cannot_join(const std::string& dir);
 // success `dir` is the new cgroup, which the caller removes.
 ContainmentProbe make_run_cgroup(std::string& dir);
 
-// Runs `body` in a forked child and returns its result: 0, or an errno.
+// Runs `body` in a forked child and returns its result: 0, or an errno. `body` may make
+// system calls only (fork_bare: the parent may have threads).
 template <typename Body>
 int in_child(Body body) {
-  pid_t pid = ::fork();
+  const auto pid = static_cast<pid_t>(fork_bare());
   if (pid == 0) ::_exit(body() & 0xff);
   if (pid < 0) return errno;
   int status = 0;

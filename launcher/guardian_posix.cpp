@@ -13,6 +13,7 @@
 
 #include "launcher/containment_posix.hpp"
 #include "launcher/process.hpp"
+#include "launcher/spawner.hpp"
 
 namespace xlaunch::launcher {
 namespace {
@@ -159,7 +160,8 @@ StartedGuardian fork_guardian(Containment mechanism, const CgroupPaths& cgroup) 
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
     return {-1, -1, "cannot start its guardian: socketpair: " + errno_text(errno)};
   }
-  pid_t pid = ::fork();
+  // Its parent may have threads (a real NVML starts some): no atfork handler in the child.
+  const auto pid = static_cast<pid_t>(fork_bare());
   if (pid == 0) {
     ::close(fds[1]);
     guardian_main(fds[0], mechanism, cgroup);
@@ -223,7 +225,6 @@ GroupGuardian::~GroupGuardian() {
   if (!cgroup_dir_.empty()) remove_cgroup(cgroup_paths(cgroup_dir_));
   WorkerPlacement& placement = worker_placement();
   if (placement.pid_namespace >= 0) ::close(placement.pid_namespace);
-  if (placement.own_pid_namespace >= 0) ::close(placement.own_pid_namespace);
   placement = {};
 }
 
@@ -263,7 +264,7 @@ void GroupGuardian::kill_descendants() {
   // Orphans adopted by this subreaper (process groups: escaped descendants of a worker
   // that ended; cgroup: already killed).
   for (long child : list_children()) {
-    if (child != pid_) ::kill(static_cast<pid_t>(child), SIGKILL);
+    if (child != pid_ && child != spawner_pid()) ::kill(static_cast<pid_t>(child), SIGKILL);
   }
 }
 

@@ -18,15 +18,27 @@ struct SpawnSpec {
   std::vector<std::string> envp;  // "KEY=VALUE"
   int stdout_fd = 1;              // becomes the child's fd 1
   int stderr_fd = 2;              // becomes the child's fd 2
+  /// Write end of a close-on-exec pipe: the child writes a StartFailure (spawn_protocol.hpp)
+  /// there when it cannot run the program; end of file on the read end means it runs.
+  int status_fd = -1;
 };
 
-/// Starts a worker: in its own process group (so a terminal's Ctrl-C reaches only the
-/// launcher, which decides), killed by SIGKILL when the launcher dies (PR_SET_PDEATHSIG,
-/// checked against the race where the launcher died before it was set), with default
+/// Starts a worker through the run's spawner (spawner.hpp): in its own process group (so a
+/// terminal's Ctrl-C reaches only the launcher, which decides), killed by SIGKILL when the
+/// launcher dies (PR_SET_PDEATHSIG, checked against the race where the launcher died before
+/// it was set), in the run's cgroup or PID namespace (worker_placement()), with default
 /// signal dispositions and mask, stdin from /dev/null and no other inherited descriptor.
-/// Must be called from the main thread (the death signal follows the forking thread).
-/// Returns the pid (= the group id). Throws std::system_error when exec fails.
+/// The worker is this process's child. Returns its pid (= its process group id) once it
+/// exists; whether it then runs the program, `status_fd` tells. Throws std::system_error
+/// when no process could be made (clone's errno), std::runtime_error when the spawner is
+/// gone or did not answer in time. Blocks until the spawner answers: call from the thread
+/// that reaps children, so none is reaped before its pid is known.
 long spawn_worker(const SpawnSpec& spec);
+
+/// fork() without running any atfork handler, for a child that makes only system calls
+/// until it execs or exits: a library's handler may allocate, which the child of a process
+/// with threads must not. `extra_flags` adds clone flags (CLONE_PARENT). Returns as fork().
+long fork_bare(unsigned long extra_flags = 0);
 
 /// Sends `signal` to a whole process group; a group that is gone already is fine.
 void signal_group(long pgid, int signal);
@@ -71,11 +83,10 @@ struct WorkerPlacement {
   /// descendant inherits the run's cgroup whatever setsid or double fork it does.
   std::string cgroup_procs;
   /// >= 0: workers start in this PID namespace (an fd of it), where their parent (the
-  /// launcher) is invisible: getppid() is 0 there. A process whose next children go to
-  /// another namespace cannot create threads (EINVAL), so spawn_worker enters it only
-  /// around each fork and returns to `own_pid_namespace` (this thread only).
+  /// launcher) is invisible: getppid() is 0 there. The spawner enters it for its children
+  /// (a process whose next children go to another namespace cannot create threads, which
+  /// the launcher needs and the spawner does not).
   int pid_namespace = -1;
-  int own_pid_namespace = -1;
 };
 WorkerPlacement& worker_placement();
 

@@ -1,24 +1,13 @@
-// GCC 12 reports false -Warray-bounds warnings in Boost.Process v2's close_all_fds
-// (1.81), which is inlined into spawn_worker below.
-#pragma GCC diagnostic ignored "-Warray-bounds"
-#pragma GCC diagnostic ignored "-Wstringop-overflow"
-
+// Process control for workers: signals, reaping, descriptors. Workers themselves are made by
+// the spawner (spawner_posix.cpp, spawn_client_posix.cpp).
+#include <dirent.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-// Boost 1.81's Process v2 uses boost::optional and boost's type traits without including
-// them when std::filesystem is selected (BOOST_PROCESS_USE_STD_FS).
-#include <dirent.h>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/optional.hpp>
-#include <boost/process/v2/process.hpp>
-#include <boost/process/v2/stdio.hpp>
-#include <boost/type_traits.hpp>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -26,105 +15,12 @@
 
 #include "launcher/process.hpp"
 
-namespace bp = boost::process::v2;
-
 namespace xlaunch::launcher {
-namespace {
 
-/// Runs in the child between fork and exec: async-signal-safe calls only.
-struct WorkerSetup {
-  pid_t expected_parent;     // the launcher; 0 inside the run's PID namespace
-  const char* cgroup_procs;  // the run's cgroup.procs, or null
-  const char* const* envp;   // null-terminated "KEY=VALUE" array
-
-  // Our own environment hook: Boost 1.81's process_environment is not header-only.
-  bp::error_code on_setup(bp::posix::default_launcher& launcher, const bp::filesystem::path&,
-                          const char* const*) const {
-    launcher.env = envp;
-    return {};
-  }
-
-  bp::error_code on_exec_setup(bp::posix::default_launcher&, const bp::filesystem::path&,
-                               const char* const*&) const {
-    // Before anything can fork: every descendant then inherits the cgroup. Failing here
-    // fails the spawn (errno reaches the parent), rather than run a worker uncontained.
-    if (cgroup_procs != nullptr) {
-      int fd = ::open(cgroup_procs, O_WRONLY | O_CLOEXEC);
-      if (fd < 0) return bp::error_code(errno, bp::system_category());
-      bool joined = ::write(fd, "0", 1) == 1;
-      int error = errno;
-      ::close(fd);
-      if (!joined) {
-        errno = error;
-        return bp::error_code(error, bp::system_category());
-      }
-    }
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    // The launcher may have died before prctl: then nothing would ever kill us.
-    if (::getppid() != expected_parent) ::_exit(1);
-    // Default dispositions before unblocking: until then a signal meant for the launcher's
-    // process group (a terminal's Ctrl-C) would run the launcher's handler here, which
-    // tells the launcher's own loop about it a second time.
-    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) ::signal(sig, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    // Only fds 0-2 reach the worker, whatever the launcher or a library left without
-    // O_CLOEXEC: an inherited console or pipe end would keep `xlaunch | tee` open after the
-    // job. Close-on-exec rather than close: the exec-error pipe must still work.
-    if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-      for (int fd = 3; fd < 65536; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-    return {};
-  }
-
-  /// Parent side too, so the group exists before the parent can signal it (EACCES after
-  /// the child's exec is harmless).
-  void on_success(bp::posix::default_launcher& launcher, const bp::filesystem::path&,
-                  const char* const*) const {
-    ::setpgid(launcher.pid, launcher.pid);
-  }
-};
-
-}  // namespace
-
-long spawn_worker(const SpawnSpec& spec) {
-  // A private context: Process v2 notifies it around fork, and it has no reactor to rebuild.
-  static boost::asio::io_context spawn_context;
-  std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
-  std::vector<const char*> envp;
-  envp.reserve(spec.envp.size() + 1);
-  for (const std::string& entry : spec.envp) envp.push_back(entry.c_str());
-  envp.push_back(nullptr);
-  const WorkerPlacement& place = worker_placement();
-  const bool in_namespace = place.pid_namespace >= 0;
-  WorkerSetup setup{in_namespace ? 0 : ::getpid(),
-                    place.cgroup_procs.empty() ? nullptr : place.cgroup_procs.c_str(), envp.data()};
-  if (in_namespace && ::setns(place.pid_namespace, CLONE_NEWPID) != 0) {
-    throw std::system_error(errno, std::generic_category(), "setns (the run's PID namespace)");
-  }
-  // Back to our own namespace whatever happens: threads cannot be created until then.
-  struct LeaveNamespace {
-    int own;
-    ~LeaveNamespace() {
-      if (own >= 0) ::setns(own, CLONE_NEWPID);
-    }
-  } leave{in_namespace ? place.own_pid_namespace : -1};
-  // Every signal stays blocked from fork until the child has reset its dispositions.
-  sigset_t all;
-  sigset_t before;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_BLOCK, &all, &before);
-  struct RestoreMask {
-    sigset_t mask;
-    ~RestoreMask() { ::pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
-  } restore{before};
-  bp::process child(spawn_context, bp::filesystem::path(spec.argv.front()), args,
-                    bp::process_stdio{nullptr, spec.stdout_fd, spec.stderr_fd}, setup);
-  long pid = child.id();
-  child.detach();  // the supervisor reaps it with waitpid
-  return pid;
+long fork_bare(unsigned long extra_flags) {
+  // A raw system call: glibc's fork() runs the atfork handlers, and its child-side fix-ups
+  // matter only to code that uses libc's state (threads, malloc), which these children don't.
+  return ::syscall(SYS_clone, extra_flags | SIGCHLD, 0L, 0L, 0L, 0L);
 }
 
 WorkerPlacement& worker_placement() {

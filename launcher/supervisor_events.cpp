@@ -1,16 +1,13 @@
-// One attempt's events on the supervisor's loop: starting the workers, their exits, the
-// launcher's stop signals, the teardown after a failure, and the attempt's end.
+// One attempt's events on the supervisor's loop: the workers' exits, the launcher's stop
+// signals, the teardown after a failure, and the attempt's end (and its start-up loop).
 #include <fmt/format.h>
 #include <signal.h>
 
 #include <algorithm>
-#include <boost/system/system_error.hpp>
-#include <system_error>
 
 #include "launcher/exit_status.hpp"
 #include "launcher/process.hpp"
 #include "launcher/supervisor_impl.hpp"
-#include "launcher/worker_env.hpp"
 
 namespace xlaunch::launcher {
 namespace {
@@ -24,84 +21,6 @@ constexpr auto kDrainGrace = std::chrono::seconds(2);
 constexpr auto kSameStopRequest = std::chrono::milliseconds(500);
 
 }  // namespace
-
-void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank) {
-  const int rank = plan.rank_offset + local_rank;
-  worker.outcome = WorkerOutcome{};
-  worker.outcome.rank = rank;
-  worker.outcome.local_rank = local_rank;
-  worker.outcome.attempt = attempt;
-  worker.prefix = fmt::format("[rank{}]: ", rank);
-  worker.drain_timer = std::make_unique<asio::steady_timer>(io);
-  Pipe out;
-  Pipe err;
-  Environment env;
-  try {
-    const std::string rank_dir = files.prepare_rank_dir(attempt, rank);
-    worker.error_file = rank_dir + "/error.json";
-    env = worker_environment(parent_env, plan, local_rank, attempt,
-                             WorkerPaths{worker.error_file, files.run_dir()});
-    if (monitor) monitor->add_worker_env(env);
-    out = make_pipe();
-    err = make_pipe();
-    open_stream(worker.out, local_rank, rank_dir, false, out);
-    open_stream(worker.err, local_rank, rank_dir, true, err);
-  } catch (const std::exception& e) {
-    // No descriptors left, a log folder that cannot be made...: this rank fails to start
-    // and the job ends with a report and its summary.json, like any other failure.
-    for (Pipe* pipe : {&out, &err}) {
-      close_fd(pipe->read_fd);
-      close_fd(pipe->write_fd);
-    }
-    for (Stream* stream : {&worker.out, &worker.err}) {
-      stream->pipe.reset();
-      close_fd(stream->log_fd);
-    }
-    worker.outcome.start = Clock::now();
-    worker.finished = true;  // nothing to reap or read
-    fail_to_start(worker, local_rank, exit_status::kFailure,
-                  fmt::format("could not set up this rank: {}", e.what()));
-    return;
-  }
-  ++unfinished;
-  worker.outcome.start = Clock::now();
-  try {
-    worker.outcome.pid =
-        spawn_worker(SpawnSpec{plan.argv, to_envp(env), out.write_fd, err.write_fd});
-    guardian.watch(worker.outcome.pid);
-    worker.running = true;
-    by_pid[worker.outcome.pid] = static_cast<std::size_t>(local_rank);
-    if (monitor) monitor->on_start(local_rank, rank, worker.outcome.pid);
-    if (hooks && hooks->on_worker_started)
-      hooks->on_worker_started(attempt, rank, worker.outcome.pid);
-    files.log(fmt::format("attempt {}: rank {} (local rank {}) started, pid {}", attempt, rank,
-                          local_rank, worker.outcome.pid));
-  } catch (const std::system_error& e) {
-    spawn_failed(worker, local_rank, e.code().value(), e.code().message());
-  } catch (const boost::system::system_error& e) {  // what Boost.Process throws
-    spawn_failed(worker, local_rank, e.code().value(), e.code().message());
-  }
-  close_fd(out.write_fd);
-  close_fd(err.write_fd);
-  read_more(worker, worker.out);
-  read_more(worker, worker.err);
-}
-
-void Supervisor::Impl::fail_to_start(Worker& worker, int local_rank, int exit_code,
-                                     const std::string& reason) {
-  worker.outcome.exit_code = exit_code;
-  worker.outcome.end = Clock::now();
-  worker.stderr_tail.push_back("xlaunch " + reason);
-  files.log(fmt::format("rank {}: {}", worker.outcome.rank, reason));
-  note_failure(static_cast<std::size_t>(local_rank));
-}
-
-void Supervisor::Impl::spawn_failed(Worker& worker, int local_rank, int error,
-                                    const std::string& message) {
-  fail_to_start(worker, local_rank,
-                error == ENOENT ? exit_status::kNotFound : exit_status::kCannotExecute,
-                fmt::format("could not execute {}: {}", plan.argv.front(), message));
-}
 
 void Supervisor::Impl::watch_children() {
   child_signals.async_wait([this](const boost::system::error_code& ec, int) {
@@ -118,8 +37,10 @@ void Supervisor::Impl::on_exit(const ExitEvent& event) {
   by_pid.erase(it);
   Worker& worker = workers[index];
   worker.running = false;
-  worker.outcome.exit_code = event.exit_code;
-  worker.outcome.signal = event.signal;
+  settle_start(worker);
+  // A rank that never ran its program is reported by why, not by the status that says so.
+  worker.outcome.exit_code = worker.start_failure ? worker.start_failure_code : event.exit_code;
+  worker.outcome.signal = worker.start_failure ? std::nullopt : event.signal;
   worker.outcome.end = Clock::now();
   files.log(fmt::format("rank {} (pid {}) {}", worker.outcome.rank, event.pid,
                         describe_end(worker.outcome)));
@@ -271,6 +192,9 @@ void Supervisor::Impl::run_attempt(int attempt) {
     io.poll();
     if (interrupted_by || stopping) break;
     start_worker(workers[local_rank], attempt, local_rank);
+    // The next rank starts once this one runs its program or has failed: a program that
+    // cannot be executed fails the first rank alone, as it would fail them all.
+    while (workers[local_rank].starting && !interrupted_by && !stopping) io.run_one();
   }
   spawning = false;
   finish_if_done();

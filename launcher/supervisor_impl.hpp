@@ -1,9 +1,9 @@
-// The supervisor's state and steps, shared by its four files (supervisor.hpp is the
+// The supervisor's state and steps, shared by its five files (supervisor.hpp is the
 // interface; this header is internal to launcher/): supervisor.cpp runs the attempts and
 // turns each one's end into the run's summary; one attempt's events are handled in
-// supervisor_output.cpp (the workers' pipes to their logs and the console),
-// supervisor_events.cpp (starting workers, their exits, stop signals, the end of an attempt)
-// and supervisor_signals_posix.cpp (the signals forwarded to the workers).
+// supervisor_start.cpp (starting workers), supervisor_output.cpp (the workers' pipes to their
+// logs and the console), supervisor_events.cpp (their exits, stop signals, the end of an
+// attempt) and supervisor_signals_posix.cpp (the signals forwarded to the workers).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -53,6 +53,13 @@ struct Supervisor::Impl {
     bool running = false;  // the process has not been reaped yet
     bool finished = false;
     std::unique_ptr<asio::steady_timer> drain_timer;
+    // Until it runs its program: neither its start-status pipe's end of file, nor its end,
+    // nor kStartBound came yet.
+    bool starting = false;
+    std::unique_ptr<asio::posix::stream_descriptor> start_status;
+    std::unique_ptr<asio::steady_timer> start_timer;
+    std::optional<std::string> start_failure;  // why it did not run its program
+    int start_failure_code = 0;                // the exit code that stands for it
 
     bool drained() const { return !out.pipe && !err.pipe; }
   };
@@ -83,13 +90,15 @@ struct Supervisor::Impl {
   std::optional<int> interrupted_by;
   std::chrono::steady_clock::time_point interrupted_at;  // when interrupted_by arrived
   bool signal_after_failure = false;                     // interrupted_by came after first_failure
-  std::string console_piece;
+  std::string console_batch;  // the console lines of the read being split
   const AttemptHooks* hooks = nullptr;
   int attempt = 0;
   bool failure_published = false;
   std::unique_ptr<diagnose::StallMonitor> monitor;  // stalls, stacks, wrong addresses (diagnose.md)
   bool stalled_stop = false;                        // --on_stall stop stopped this attempt
   diagnose::OutputActivity activity;  // lines per rank per second, for the run's picture
+  Clock::time_point batch_time;       // when the output being split was read
+  std::uint64_t batch_lines = 0;      // pieces it held
 
   Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g);
   ~Impl();
@@ -118,20 +127,30 @@ struct Supervisor::Impl {
   void read_more(Worker& worker, Stream& stream);
   void on_bytes(Worker& worker, Stream& stream, std::string_view bytes);
   void on_piece(Worker& worker, Stream& stream, std::string_view text, char terminator);
+  // After a read's pieces: their count to the activity, their lines to the console.
+  void end_batch(Worker& worker, Stream& stream);
   // Waits for the console to take more while it has a backlog; never blocks the loop.
   void arm_console();
   void close_stream(Worker& worker, Stream& stream);
   void open_stream(Stream& stream, int rank_index, const std::string& rank_dir, bool is_stderr,
                    Pipe& pipe);
 
-  // --- workers, signals and the end of an attempt (supervisor_events.cpp) ----------
+  // --- starting workers (supervisor_start.cpp) -------------------------------------
 
   void start_worker(Worker& worker, int attempt, int local_rank);
-  // The rank could not be started (no descriptors left, a log folder that cannot be made;
-  // exec or fork failing although the program passed the checks): a failure of this rank,
-  // reported like any other.
+  // The rank could not be started (no descriptors left, a log folder that cannot be made,
+  // no process): a failure of this rank, reported like any other.
   void fail_to_start(Worker& worker, int local_rank, int exit_code, const std::string& reason);
-  void spawn_failed(Worker& worker, int local_rank, int error, const std::string& message);
+  // Watches the read end of a new worker's start-status pipe, and the start bound.
+  void watch_start(Worker& worker, int status_fd);
+  void read_start_status(Worker& worker);
+  // Neither exec nor failure within the bound: the rank fails and its process is killed.
+  void start_timed_out(Worker& worker);
+  // The worker's process ended: what its start-status pipe says is final.
+  void settle_start(Worker& worker);
+
+  // --- exits, signals and the end of an attempt (supervisor_events.cpp) -------------
+
   void watch_children();
   void on_exit(const ExitEvent& event);
   // The first failure of the attempt stops every other worker.

@@ -26,27 +26,38 @@ void Supervisor::Impl::read_more(Worker& worker, Stream& stream) {
       });
 }
 
+// Per read, not per line: a chatty rank writes millions of short lines, and anything done
+// for each (a clock read, a lock, a system call) is what slows it down.
 void Supervisor::Impl::on_bytes(Worker& worker, Stream& stream, std::string_view bytes) {
   if (stream.log_fd >= 0) write_all(stream.log_fd, bytes);
+  batch_time = Clock::now();
+  batch_lines = 0;
+  console_batch.clear();
   stream.splitter.feed(bytes, [&](std::string_view text, char terminator) {
     on_piece(worker, stream, text, terminator);
   });
+  end_batch(worker, stream);
+}
+
+void Supervisor::Impl::end_batch(Worker& worker, Stream& stream) {
+  if (batch_lines > 0) activity.note(attempt, worker.outcome.rank, batch_time, batch_lines);
+  // One queueing of the read's lines, then one write of what the console takes now.
+  if (!console_batch.empty()) console_worker_text(stream.console, console_batch);
+  console_flush_now();
   arm_console();
 }
 
 void Supervisor::Impl::on_piece(Worker& worker, Stream& stream, std::string_view text,
                                 char terminator) {
   if (text.empty() && terminator == '\r') return;  // tqdm starts each redraw with '\r'
-  if (monitor) monitor->on_output(worker.outcome.local_rank, text);
-  activity.note(attempt, worker.outcome.rank, Clock::now());
+  if (monitor) monitor->on_output(worker.outcome.local_rank, text, batch_time);
+  ++batch_lines;
   if (stream.is_stderr && !text.empty()) {
     worker.stderr_tail.emplace_back(text);
     if (worker.stderr_tail.size() > kStderrTailLines) worker.stderr_tail.pop_front();
   }
   if (!stream.shown) return;
-  console_piece.clear();
-  append_prefixed(console_piece, worker.prefix, text, terminator);
-  console_worker_text(stream.console, console_piece);
+  append_prefixed(console_batch, worker.prefix, text, terminator);
   stream.bar_open = terminator == '\r';
 }
 
@@ -75,11 +86,14 @@ void Supervisor::Impl::arm_console() {
 
 void Supervisor::Impl::close_stream(Worker& worker, Stream& stream) {
   if (!stream.pipe) return;
+  batch_time = Clock::now();
+  batch_lines = 0;
+  console_batch.clear();
   stream.splitter.flush(
       [&](std::string_view text, char terminator) { on_piece(worker, stream, text, terminator); });
   // A progress bar's last redraw stays on screen, and the next line starts below it.
-  if (stream.bar_open) console_worker_text(stream.console, "\n");
-  arm_console();
+  if (stream.bar_open) console_batch.push_back('\n');
+  end_batch(worker, stream);
   stream.pipe.reset();
   close_fd(stream.log_fd);
   if (!worker.running && worker.drained()) finish_worker(worker);

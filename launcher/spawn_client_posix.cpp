@@ -1,0 +1,177 @@
+// The launcher's side of the spawner: forking it, asking it for each worker, ending it.
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+
+#include "launcher/containment_posix.hpp"
+#include "launcher/exit_status.hpp"
+#include "launcher/launch_error.hpp"
+#include "launcher/process.hpp"
+#include "launcher/spawn_protocol.hpp"
+#include "launcher/spawner.hpp"
+#include "launcher/spawner_impl.hpp"
+
+namespace xlaunch::launcher {
+namespace {
+
+// The spawner answers right after its clone(): a spawner silent this long is stopped or
+// broken, and the rank it was asked for fails rather than the launcher waiting for ever.
+constexpr long kAnswerMs = 30'000;
+
+struct Running {
+  long pid = -1;
+  int fd = -1;  // -1 once it failed: later requests fail at once
+};
+Running running;
+
+// Waits until `fd` is ready for `events` or the deadline passes.
+bool wait_ready(int fd, short events, long deadline_ms) {
+  while (true) {
+    const long left = deadline_ms - monotonic_ms();
+    if (left <= 0) return false;
+    pollfd p{fd, events, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    return n == 1;
+  }
+}
+
+bool send_request(int socket, std::string_view frame, const int* fds, int fd_count,
+                  long deadline_ms) {
+  // The header carries the descriptors; the body follows as the spawner reads it.
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxRequestFds)] = {};
+  iovec part{const_cast<char*>(frame.data()), kSpawnHeaderSize};
+  msghdr message{};
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = CMSG_SPACE(sizeof(int) * fd_count);
+  cmsghdr* c = CMSG_FIRSTHDR(&message);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * fd_count);
+  std::memcpy(CMSG_DATA(c), fds, sizeof(int) * fd_count);
+  ssize_t n;
+  do {
+    n = ::sendmsg(socket, &message, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(kSpawnHeaderSize)) return false;
+  frame.remove_prefix(kSpawnHeaderSize);
+  while (!frame.empty()) {
+    if (!wait_ready(socket, POLLOUT, deadline_ms)) return false;
+    n = ::send(socket, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return false;
+    frame.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+std::optional<SpawnReply> receive_reply(int socket, long deadline_ms) {
+  char bytes[kSpawnReplySize];
+  std::size_t have = 0;
+  while (have < sizeof bytes) {
+    if (!wait_ready(socket, POLLIN, deadline_ms)) return std::nullopt;
+    const ssize_t n = ::recv(socket, bytes + have, sizeof bytes - have, MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return std::nullopt;
+    have += static_cast<std::size_t>(n);
+  }
+  return decode_spawn_reply({bytes, sizeof bytes});
+}
+
+// Kills and reaps the spawner unless something reaped it already (then its pid may belong
+// to another process now: no signal).
+void end_spawner(long pid) {
+  int status = 0;
+  const pid_t done = ::waitpid(static_cast<pid_t>(pid), &status, WNOHANG);
+  if (done != 0) return;  // reaped now, or gone (ECHILD)
+  ::kill(static_cast<pid_t>(pid), SIGKILL);
+  wait_for(pid);
+}
+
+}  // namespace
+
+Spawner Spawner::start() {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    throw LaunchError("cannot start the spawner: socketpair: " + errno_text(errno),
+                      exit_status::kFailure);
+  }
+  const pid_t launcher = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[1]);
+    spawner_main(fds[0], launcher);
+  }
+  const int error = errno;
+  ::close(fds[0]);
+  if (pid < 0) {
+    ::close(fds[1]);
+    throw LaunchError("cannot start the spawner: fork: " + errno_text(error),
+                      exit_status::kFailure);
+  }
+  running = {pid, fds[1]};
+  return Spawner(pid, fds[1]);
+}
+
+Spawner::Spawner(Spawner&& other) noexcept : pid_(other.pid_), fd_(other.fd_) {
+  other.pid_ = -1;
+  other.fd_ = -1;
+}
+
+Spawner::~Spawner() {
+  if (pid_ < 0) return;
+  if (running.pid == pid_) {
+    close_fd(running.fd);
+    running = {};
+  }
+  end_spawner(pid_);
+}
+
+long spawner_pid() { return running.pid; }
+
+long spawn_worker(const SpawnSpec& spec) {
+  if (running.fd < 0) {
+    throw std::runtime_error(running.pid < 0 ? "no spawner is running"
+                                             : "the spawner failed earlier in this run");
+  }
+  const WorkerPlacement& place = worker_placement();
+  const bool in_namespace = place.pid_namespace >= 0;
+  const std::string frame =
+      encode_spawn_request({spec.argv, spec.envp, place.cgroup_procs, in_namespace});
+  const int fds[kMaxRequestFds] = {spec.stdout_fd, spec.stderr_fd, spec.status_fd,
+                                   place.pid_namespace};
+  const long deadline = monotonic_ms() + kAnswerMs;
+  std::optional<SpawnReply> reply;
+  if (send_request(running.fd, frame, fds, kRequestFds + (in_namespace ? 1 : 0), deadline)) {
+    reply = receive_reply(running.fd, deadline);
+  }
+  if (!reply) {
+    // Silent, gone or garbled: it serves no one else in this run.
+    const bool timed_out = monotonic_ms() >= deadline;
+    if (timed_out) ::kill(static_cast<pid_t>(running.pid), SIGKILL);  // not reaped: it is ours
+    close_fd(running.fd);
+    throw std::runtime_error(timed_out ? fmt::format("the spawner (pid {}) did not answer within "
+                                                     "{} s",
+                                                     running.pid, kAnswerMs / 1000)
+                                       : fmt::format("the spawner (pid {}) is gone", running.pid));
+  }
+  if (reply->error != 0) {
+    throw std::system_error(reply->error, std::generic_category(), "clone");
+  }
+  // Its group exists before the launcher can signal it (EACCES once it exec'd: harmless).
+  ::setpgid(reply->pid, reply->pid);
+  return reply->pid;
+}
+
+}  // namespace xlaunch::launcher

@@ -1,0 +1,177 @@
+// Starting one attempt's workers: each rank's pipes and environment, its process (made by
+// the spawner), and the watch on its start-status pipe until it runs its program, fails to,
+// or has done neither within kStartBound.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <system_error>
+
+#include "launcher/exit_status.hpp"
+#include "launcher/process.hpp"
+#include "launcher/spawn_protocol.hpp"
+#include "launcher/supervisor_impl.hpp"
+#include "launcher/worker_env.hpp"
+
+namespace xlaunch::launcher {
+namespace {
+
+// From the spawner's answer until the worker runs its program. Its child does a handful of
+// system calls and execve, which returns once the new program is mapped: milliseconds, or
+// seconds for a program on a slow network file system. A rank that takes longer is stuck.
+constexpr auto kStartBound = std::chrono::seconds(30);
+
+}  // namespace
+
+void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank) {
+  const int rank = plan.rank_offset + local_rank;
+  worker.outcome = WorkerOutcome{};
+  worker.outcome.rank = rank;
+  worker.outcome.local_rank = local_rank;
+  worker.outcome.attempt = attempt;
+  worker.prefix = fmt::format("[rank{}]: ", rank);
+  worker.drain_timer = std::make_unique<asio::steady_timer>(io);
+  Pipe out;
+  Pipe err;
+  Pipe status;
+  Environment env;
+  try {
+    const std::string rank_dir = files.prepare_rank_dir(attempt, rank);
+    worker.error_file = rank_dir + "/error.json";
+    env = worker_environment(parent_env, plan, local_rank, attempt,
+                             WorkerPaths{worker.error_file, files.run_dir()});
+    if (monitor) monitor->add_worker_env(env);
+    out = make_pipe();
+    err = make_pipe();
+    status = make_pipe();
+    open_stream(worker.out, local_rank, rank_dir, false, out);
+    open_stream(worker.err, local_rank, rank_dir, true, err);
+  } catch (const std::exception& e) {
+    // No descriptors left, a log folder that cannot be made...: this rank fails to start
+    // and the job ends with a report and its summary.json, like any other failure.
+    for (Pipe* pipe : {&out, &err, &status}) {
+      close_fd(pipe->read_fd);
+      close_fd(pipe->write_fd);
+    }
+    for (Stream* stream : {&worker.out, &worker.err}) {
+      stream->pipe.reset();
+      close_fd(stream->log_fd);
+    }
+    worker.outcome.start = Clock::now();
+    worker.finished = true;  // nothing to reap or read
+    fail_to_start(worker, local_rank, exit_status::kFailure,
+                  fmt::format("could not set up this rank: {}", e.what()));
+    return;
+  }
+  ++unfinished;
+  worker.outcome.start = Clock::now();
+  try {
+    worker.outcome.pid = spawn_worker(
+        SpawnSpec{plan.argv, to_envp(env), out.write_fd, err.write_fd, status.write_fd});
+    close_fd(status.write_fd);  // from now on only the child holds it
+    guardian.watch(worker.outcome.pid);
+    worker.running = true;
+    by_pid[worker.outcome.pid] = static_cast<std::size_t>(local_rank);
+    watch_start(worker, status.read_fd);
+    if (monitor) monitor->on_start(local_rank, rank, worker.outcome.pid);
+    if (hooks && hooks->on_worker_started)
+      hooks->on_worker_started(attempt, rank, worker.outcome.pid);
+    files.log(fmt::format("attempt {}: rank {} (local rank {}) started, pid {}", attempt, rank,
+                          local_rank, worker.outcome.pid));
+  } catch (const std::exception& e) {
+    close_fd(status.read_fd);
+    close_fd(status.write_fd);
+    fail_to_start(worker, local_rank, exit_status::kFailure,
+                  fmt::format("could not start a process for this rank: {}", e.what()));
+  }
+  close_fd(out.write_fd);
+  close_fd(err.write_fd);
+  read_more(worker, worker.out);
+  read_more(worker, worker.err);
+}
+
+void Supervisor::Impl::fail_to_start(Worker& worker, int local_rank, int exit_code,
+                                     const std::string& reason) {
+  worker.outcome.exit_code = exit_code;
+  worker.outcome.end = Clock::now();
+  worker.stderr_tail.push_back("xlaunch " + reason);
+  files.log(fmt::format("rank {}: {}", worker.outcome.rank, reason));
+  note_failure(static_cast<std::size_t>(local_rank));
+}
+
+void Supervisor::Impl::watch_start(Worker& worker, int status_fd) {
+  // Readiness only, read here: on_exit may have to read it first, and must find the bytes.
+  ::fcntl(status_fd, F_SETFL, O_NONBLOCK);
+  worker.starting = true;
+  worker.start_status = std::make_unique<asio::posix::stream_descriptor>(io, status_fd);
+  worker.start_status->async_wait(asio::posix::descriptor_base::wait_read,
+                                  [this, &worker](const boost::system::error_code& ec) {
+                                    if (!ec) read_start_status(worker);
+                                  });
+  worker.start_timer = std::make_unique<asio::steady_timer>(io, kStartBound);
+  worker.start_timer->async_wait([this, &worker](const boost::system::error_code& ec) {
+    if (!ec && worker.starting) start_timed_out(worker);
+  });
+}
+
+void Supervisor::Impl::read_start_status(Worker& worker) {
+  if (!worker.start_status) return;
+  char bytes[kStartFailureSize];
+  ssize_t n;
+  do {
+    n = ::read(worker.start_status->native_handle(), bytes, sizeof bytes);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN) {  // not yet (a spurious wake-up)
+    worker.start_status->async_wait(asio::posix::descriptor_base::wait_read,
+                                    [this, &worker](const boost::system::error_code& ec) {
+                                      if (!ec) read_start_status(worker);
+                                    });
+    return;
+  }
+  worker.start_status.reset();
+  const std::optional<StartFailure> failure =
+      n > 0 ? decode_start_failure({bytes, static_cast<std::size_t>(n)}) : std::nullopt;
+  if (!failure) {
+    // End of file: the program runs. (Bytes that are no StartFailure cannot come from the
+    // child; its exit status will tell.)
+    worker.starting = false;
+    worker.start_timer->cancel();
+    return;
+  }
+  // It exits right after writing this; on_exit reports it, and the start-up goes on then.
+  worker.start_failure =
+      describe_start_failure(*failure, plan.argv.front(), worker_placement().cgroup_procs);
+  worker.start_failure_code = start_failure_exit_code(*failure);
+}
+
+void Supervisor::Impl::start_timed_out(Worker& worker) {
+  worker.starting = false;
+  worker.start_status.reset();
+  // Its own group may not exist yet: the process itself, then the group.
+  ::kill(static_cast<pid_t>(worker.outcome.pid), SIGKILL);
+  signal_group(worker.outcome.pid, SIGKILL);
+  worker.start_failure = fmt::format(
+      "did not start: its process (pid {}) had neither run {} nor failed {} s "
+      "after it was made; killed it",
+      worker.outcome.pid, plan.argv.front(), kStartBound.count());
+  worker.start_failure_code = exit_status::kFailure;
+  worker.outcome.exit_code = worker.start_failure_code;
+  worker.stderr_tail.push_back("xlaunch " + *worker.start_failure);
+  files.log(fmt::format("rank {}: {}", worker.outcome.rank, *worker.start_failure));
+  note_failure(worker.outcome.local_rank);
+}
+
+void Supervisor::Impl::settle_start(Worker& worker) {
+  if (!worker.starting) return;
+  // The process is gone: the pipe holds its failure, or nothing (it exec'd, then ended).
+  if (worker.start_status) read_start_status(worker);
+  worker.starting = false;
+  worker.start_status.reset();
+  worker.start_timer->cancel();
+  if (!worker.start_failure) return;
+  worker.stderr_tail.push_back("xlaunch " + *worker.start_failure);
+  files.log(fmt::format("rank {}: {}", worker.outcome.rank, *worker.start_failure));
+}
+
+}  // namespace xlaunch::launcher
