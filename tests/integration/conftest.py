@@ -21,6 +21,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 restore_default_stop_signals()
 
 
+def pytest_configure(config):
+    # Tests that only a release build can run (they preload a malloc of their own, which
+    # ASan's build cannot have); `scripts/test --sanitize` deselects them by this mark.
+    config.addinivalue_line("markers", "release_build: needs a release (non-ASan) xlaunch")
+
+
 def _require_file(path, what):
     if not pathlib.Path(path).exists():
         pytest.fail(f"{what} not found at {path}: run scripts/test (it builds and installs)")
