@@ -281,13 +281,15 @@ void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
 }
 
 config::Settings resolve_launch_settings(const LaunchFlags& flags,
-                                         std::optional<std::string>* config_file_read) {
+                                         std::optional<std::string>* config_file_read,
+                                         std::map<std::string, std::string>* sources) {
   // A closed console must not end the launcher while it prints a notice (the launch itself
   // ignores SIGPIPE from its start on; workers get the default back).
   ::signal(SIGPIPE, SIG_IGN);
   const config::Getenv getenv = config::process_environment();
   config::Resolved resolved = config::resolve(flags.settings, flags.config_file, getenv);
   if (config_file_read) *config_file_read = resolved.config_file;
+  if (sources) *sources = config::sources(resolved);
   for (const std::string& notice : resolved.notices) {
     launcher::say("xlaunch: note: {}\n", notice);
   }
