@@ -1,5 +1,7 @@
 """A first run that cannot go wrong: on a machine without a GPU the config the wizard or
-`config default` writes launches; a config `launch` refuses names its file and line.
+`config default` writes launches; a config `launch` refuses names its file and line; the
+small things a first run meets (a mistyped program path, `xlaunch test`'s table, `xlaunch
+report logs/<id>/`, `--no_python true`).
 """
 import subprocess
 import sys
@@ -68,3 +70,37 @@ def test_multi_gpu_from_a_file_without_a_gpu_names_the_file_and_line(xlaunch_bin
     env = run(xlaunch_bin, tmp_path, "launch", "--num_processes", 2, "/bin/true",
               env=isolated_env(tmp_path, XLAUNCH_DISTRIBUTED_TYPE="MULTI_GPU"))
     assert "distributed_type MULTI_GPU (from XLAUNCH_DISTRIBUTED_TYPE)" in env.stderr
+
+
+def test_a_mistyped_path_is_told_to_check_the_path(xlaunch_bin, tmp_path):
+    r = run(xlaunch_bin, tmp_path, "launch", "--no_python", "./build/trian")
+    assert r.returncode == 127
+    assert "program './build/trian' not found" in r.stderr
+    assert "check the path" in r.stderr and "such as ./train" not in r.stderr
+    name = run(xlaunch_bin, tmp_path, "launch", "--no_python", "trian")
+    assert "not found on PATH" in name.stderr and "give a path such as ./train" in name.stderr
+
+
+def test_no_python_runs_a_program_named_like_a_value(xlaunch_bin, tmp_path):
+    r = run(xlaunch_bin, tmp_path, "launch", "--no_python", "true")
+    assert r.returncode == 0, r.stderr
+    assert "xlaunch: command: /" in r.stderr and "/true" in r.stderr
+    # Without --no_python, a switch's separate value is still caught.
+    trap = run(xlaunch_bin, tmp_path, "launch", "--use_cpu", "false", "train.py")
+    assert trap.returncode == 2 and "--use_cpu=false" in trap.stderr
+
+
+def test_xlaunch_test_prints_its_table_not_the_raw_result_lines(xlaunch_bin, tmp_path):
+    r = run(xlaunch_bin, tmp_path, "test", "--num_processes", 2, "--backend", "gloo", timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "xlaunch test: PASS: 2/2 ranks here passed" in r.stdout
+    assert "XLAUNCH_SELFTEST" not in r.stdout + r.stderr
+
+
+def test_report_of_a_run_folder_with_a_trailing_slash(xlaunch_bin, tmp_path):
+    logs = tmp_path / "logs"
+    r = run(xlaunch_bin, tmp_path, "launch", "--log_dir", logs, "--rdzv_id", "first", "/bin/true")
+    assert r.returncode == 0, r.stderr
+    report = run(xlaunch_bin, tmp_path, "report", "logs/first/")
+    assert report.returncode == 0, report.stderr
+    assert report.stdout == "logs/first/report.html\n"
