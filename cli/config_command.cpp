@@ -22,6 +22,7 @@
 #include "config/yaml_io.hpp"
 #include "gpu/devices.hpp"
 #include "gpu/nvml.hpp"
+#include "job/launch_check.hpp"
 #include "launcher/exit_status.hpp"
 
 namespace xlaunch::cli {
@@ -36,17 +37,33 @@ struct ConfigOptions {
   std::map<std::string, std::string> values;
 };
 
-config::MachineFacts machine_facts() {
+/// What the wizard and `config default` know of this machine, and the GPUs a launch here sees.
+struct Machine {
   config::MachineFacts facts;
+  std::vector<std::string> visible_gpus;
+};
+
+Machine this_machine() {
+  Machine m;
   const auto nvml = gpu::query_nvml();
   const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
-  const auto visible =
-      gpu::visible_gpus(cvd ? std::optional<std::string>(cvd) : std::nullopt, nvml);
-  facts.gpu_count = static_cast<int>(visible.size());
+  m.visible_gpus = gpu::visible_gpus(cvd ? std::optional<std::string>(cvd) : std::nullopt, nvml);
+  m.facts.gpu_count = static_cast<int>(m.visible_gpus.size());
   if (nvml && cvd == nullptr) {
-    for (const auto& gpu : nvml->gpus) facts.gpu_names.push_back(gpu.name);
+    for (const auto& gpu : nvml->gpus) m.facts.gpu_names.push_back(gpu.name);
   }
-  return facts;
+  return m;
+}
+
+/// Every file `config` writes must launch on the machine that wrote it.
+void refuse_unless_it_launches(const std::string& path, const config::Settings& settings,
+                               const Machine& machine) {
+  if (auto refusal = job::launch_refusal(settings, machine.visible_gpus)) {
+    throw UsageError(fmt::format("{} was not written: `xlaunch launch` on this machine would "
+                                 "refuse it: {}",
+                                 path, refusal->what()),
+                     refusal->hint());
+  }
 }
 
 std::string target_path(const ConfigOptions& o) {
@@ -101,14 +118,14 @@ int run_wizard(const ConfigOptions& o) {
       fmt::print(stderr, "xlaunch: notice: {} has problems; starting from fresh defaults\n", path);
     }
   }
-  const config::MachineFacts facts = machine_facts();
+  const Machine machine = this_machine();
 
   config::Settings answers;
   {
     // The terminal (and its raw mode) ends before anything else is printed.
     const std::unique_ptr<config::Terminal> term = config::make_stdio_terminal();
     try {
-      answers = config::run_wizard(*term, facts, start);
+      answers = config::run_wizard(*term, machine.facts, start);
     } catch (const config::Interrupted&) {
       fmt::print(stderr, "xlaunch: interrupted; {} was not changed\n", path);
       return exit_status::kSignalBase + 2;  // 130, as after SIGINT
@@ -120,6 +137,7 @@ int run_wizard(const ConfigOptions& o) {
                        "default");
     }
   }
+  refuse_unless_it_launches(path, answers, machine);
   config::save_config(path, answers);
   fmt::print("\n{}\nWrote {}\n", config::summarize(answers), path);
   return exit_status::kSuccess;
@@ -131,10 +149,10 @@ int run_default(const CLI::App& cmd, const ConfigOptions& o) {
     throw UsageError(fmt::format("{} already exists", path),
                      "pass --force to replace it, or --config_file to write another file");
   }
-  const config::Settings settings = config::merge(
-      config::default_settings(machine_facts()), config::settings_from_flags(given_values(cmd, o)));
-  // Checks across keys (e.g. machine_rank below num_machines) live in the loader.
-  config::load_config_text(config::to_yaml(settings), "the new config");
+  const Machine machine = this_machine();
+  const config::Settings settings =
+      config::default_settings(machine.facts, config::settings_from_flags(given_values(cmd, o)));
+  refuse_unless_it_launches(path, settings, machine);
   config::save_config(path, settings);
   fmt::print("{}Wrote {}\n", config::summarize(settings), path);
   return exit_status::kSuccess;

@@ -81,8 +81,8 @@ int dry_run(const job::LaunchRequest& request) {
   const std::string command = fmt::format("{}", fmt::join(argv, " "));
   const auto visible =
       gpu::visible_gpus(launcher::lookup(env, "CUDA_VISIBLE_DEVICES"), gpu::query_nvml());
-  const launcher::LaunchPlan plan =
-      launcher::make_plan(request.settings, std::move(argv), visible, "random-at-launch");
+  const launcher::LaunchPlan plan = launcher::make_plan(request.settings, std::move(argv), visible,
+                                                        "random-at-launch", request.sources);
   // Printed once the plan is known to be good: an error leaves stdout empty.
   for (const config::KeySpec& key : config::schema()) {
     if (auto value = key.print(request.settings)) fmt::print("{}: {}\n", key.name, *value);
@@ -147,9 +147,10 @@ void add_launch_command(CLI::App& app, Action& run) {
       if (rest.empty()) {
         throw UsageError("no program given", "usage: xlaunch launch [OPTIONS] PROGRAM [ARGS...]");
       }
-      check_program_word(rest);
+      // With --no_python the word is the program, found on PATH as any program is.
+      if (!flags->no_python) check_program_word(rest);
       job::LaunchRequest request;
-      request.settings = resolve_launch_settings(*flags, &request.config_file);
+      request.settings = resolve_launch_settings(*flags, &request.config_file, &request.sources);
       request.program.program = rest.front();
       request.program.args.assign(rest.begin() + 1, rest.end());
       request.program.module = flags->module;

@@ -43,34 +43,43 @@ const KeyFlag kKeyFlags[] = {
      "Workers per machine: a number, or auto (the GPUs, else the CPUs), gpu, cpu", kLaunch,
      "N|auto|gpu|cpu"},
     {"gpu_ids", "--gpu_ids",
-     "GPUs to use, as indices into the GPUs this launcher sees (e.g. 1,3) or 'all'", kLaunch,
-     "IDS"},
+     "GPUs to use, as indices into the GPUs this launcher sees (e.g. 1,3) or 'all' (default: all)",
+     kLaunch, "IDS"},
     {"use_cpu", "--use_cpu,--cpu",
      "Run CPU workers even when GPUs are present (--use_cpu=false to turn a config's off)", kLaunch,
      "", true},
-    {"distributed_type", "--distributed_type", "NO, MULTI_GPU (DDP), DP or MULTI_CPU", kLaunch,
-     "TYPE"},
+    {"distributed_type", "--distributed_type",
+     "NO, MULTI_GPU (DDP), DP or MULTI_CPU (default: MULTI_GPU for several GPU workers, "
+     "MULTI_CPU for several CPU workers, else NO)",
+     kLaunch, "TYPE"},
     {"mixed_precision", "--mixed_precision",
-     "no, fp16, bf16 or fp8 (passed to workers as ACCELERATE_MIXED_PRECISION)", kLaunch, "MODE"},
+     "no, fp16, bf16 or fp8, passed to workers as ACCELERATE_MIXED_PRECISION (default: no)",
+     kLaunch, "MODE"},
     {"python", "--python",
-     "Interpreter for .py programs and -m (default: $XLAUNCH_PYTHON, else python3)", kLaunch,
-     "PATH"},
+     "Interpreter for .py programs and -m; XLAUNCH_PYTHON and the config key python set it "
+     "too (default: python3 on PATH)",
+     kLaunch, "PATH"},
     {"num_machines", "--num_machines,--nnodes",
-     "Machines in the job (default 1); torchrun's MIN:MAX range is parsed but not run yet",
+     "Machines in the job; MIN:MAX (e.g. 1:4) runs an elastic job with MIN to MAX machines "
+     "(default: 1)",
      kMachines, "N|MIN:MAX"},
     {"machine_rank", "--machine_rank,--node_rank", "This machine's rank (default 0)", kMachines,
      "INT"},
     {"main_process_ip", "--main_process_ip,--master_addr",
      "Address of machine 0's store (default 127.0.0.1)", kMachines, "ADDR"},
     {"main_process_port", "--main_process_port,--master_port",
-     "Port of the store (default 0: a free port; 29500 with several machines)", kMachines, "INT"},
+     "Port of the store; 0 takes a free one (default: 0; 29500 with several machines)", kMachines,
+     "INT"},
     {"rdzv_backend", "--rdzv_backend",
-     "static or c10d (xlaunch's store), etcd or etcd-v2 (an etcd cluster at --rdzv_endpoint)",
+     "static or c10d (xlaunch's store), etcd or etcd-v2 (an etcd cluster at --rdzv_endpoint) "
+     "(default: static)",
      kMachines, "NAME"},
     {"rdzv_endpoint", "--rdzv_endpoint",
-     "The store's host[:port] (port default 29400); the launcher on that host hosts it", kMachines,
-     "HOST[:PORT]"},
-    {"rdzv_id", "--rdzv_id,--run_id", "Run id (default: date-time and random hex)", kMachines,
+     "The store's host[:port] (port 29400 when not given); the launcher on that host hosts it, "
+     "or joins it when another launcher there already does",
+     kMachines, "HOST[:PORT]"},
+    {"rdzv_id", "--rdzv_id,--run_id",
+     "Run id (default: date-time and random hex; with several machines, machine 0's)", kMachines,
      "ID"},
     {"rdzv_conf", "--rdzv_conf",
      "torchrun's k=v,... : join_timeout, last_call_timeout, close_timeout, read_timeout, "
@@ -81,9 +90,13 @@ const KeyFlag kKeyFlags[] = {
     {"heartbeat_timeout", "--heartbeat_timeout",
      "Seconds without a heartbeat before a machine is declared lost (default 30)", kMachines,
      "FLOAT"},
-    {"bind_addr", "--bind_addr", "Address the store listens on", kMachines, "ADDR"},
-    {"local_addr", "--local_addr", "This machine's address as the other machines reach it",
+    {"bind_addr", "--bind_addr",
+     "Address the store listens on (default: loopback with one machine, all addresses with "
+     "several)",
      kMachines, "ADDR"},
+    {"local_addr", "--local_addr",
+     "This machine's address as the other machines reach it (default: the host name)", kMachines,
+     "ADDR"},
     {"role", "--role", "The workers' ROLE_NAME (default 'default')", kSupervision, "NAME"},
     {"max_restarts", "--max_restarts",
      "Restart every worker this many times after a failure (default 0)", kSupervision, "INT"},
@@ -91,34 +104,39 @@ const KeyFlag kKeyFlags[] = {
      "Seconds between SIGTERM and SIGKILL when stopping workers (default 10)", kSupervision,
      "FLOAT"},
     {"log_dir", "--log_dir",
-     "Folder for a per-run folder of per-rank logs, xlaunch.log and summary.json", kSupervision,
-     "DIR"},
+     "Folder for a per-run folder of per-rank logs, xlaunch.log and summary.json (default: "
+     "none)",
+     kSupervision, "DIR"},
     {"local_ranks_filter", "--local_ranks_filter",
-     "Show only these local ranks on the console, e.g. 0 or 0,2 (logs keep all)", kSupervision,
-     "RANKS"},
+     "Show only these local ranks on the console, e.g. 0 or 0,2; logs keep all (default: all)",
+     kSupervision, "RANKS"},
     {"redirects", "-r,--redirects",
      "Streams kept off the console (log files only): 0 none, 1 stdout, 2 stderr, 3 both, or "
-     "per local rank like 0:3,1:2",
+     "per local rank like 0:3,1:2 (default: 0)",
      kSupervision, "SPEC"},
     {"tee", "-t,--tee", "Accepted for torchrun compatibility: console and files is the default",
      kSupervision, "SPEC"},
     {"signals_to_handle", "--signals_to_handle",
-     "Signals that stop the job; xlaunch handles SIGTERM,SIGINT,SIGHUP,SIGQUIT", kSupervision,
-     "SIGNALS"},
+     "Signals that stop the job; xlaunch handles SIGTERM,SIGINT,SIGHUP,SIGQUIT (default: "
+     "SIGTERM,SIGINT,SIGHUP,SIGQUIT)",
+     kSupervision, "SIGNALS"},
     {"virtual_local_rank", "--virtual_local_rank",
      "Each worker sees only its own GPU (as cuda:0) and gets LOCAL_RANK=0", kLaunch, "", true},
     {"numa_binding", "--numa_binding",
      "node, socket, exclusive or core-complex: accepted, not applied (no NUMA binding)",
      kSupervision, "MODE"},
-    {"debug", "--debug", "Accepted for accelerate compatibility", kSupervision, "", true},
+    {"debug", "--debug", "Workers get ACCELERATE_DEBUG_MODE=true (accelerate's debug checks)",
+     kSupervision, "", true},
     {"stall_timeout", "--stall_timeout",
-     "Report a stall after this many seconds without output, store traffic or CPU time "
-     "(default 300; 0: off)",
+     "Report a stall after this many seconds without output, store traffic or CPU time; 0 turns "
+     "it off (default: 300)",
      kSupervision, "FLOAT"},
-    {"on_stall", "--on_stall", "After a stall report: continue (default) or stop (exit 124)",
+    {"on_stall", "--on_stall",
+     "After a stall report: continue, or stop every worker and exit 124 (default: continue)",
      kSupervision, "continue|stop"},
     {"python_stacks", "--python_stacks",
-     "true (default) or false: Python workers dump their stacks on request and on a crash",
+     "Python workers dump their stacks on request and on a crash; false turns it off "
+     "(default: true)",
      kSupervision, "BOOL"},
 };
 
@@ -190,7 +208,8 @@ void add_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
                "Same as --distributed_type MULTI_GPU")
       ->group(kLaunch);
   cmd.add_option(with_dashed_spellings("--config_file"), flags.config_file,
-                 "YAML config to read (default: see docs)")
+                 "YAML config to read (default: $XLAUNCH_CONFIG_FILE, else "
+                 "~/.config/xlaunch/default_config.yaml)")
       ->group(kLaunch)
       ->type_name("FILE");
   cmd.add_flag("-m,--module", flags.module, "Run PROGRAM as a Python module (python -m)")
@@ -281,13 +300,15 @@ void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
 }
 
 config::Settings resolve_launch_settings(const LaunchFlags& flags,
-                                         std::optional<std::string>* config_file_read) {
+                                         std::optional<std::string>* config_file_read,
+                                         std::map<std::string, std::string>* sources) {
   // A closed console must not end the launcher while it prints a notice (the launch itself
   // ignores SIGPIPE from its start on; workers get the default back).
   ::signal(SIGPIPE, SIG_IGN);
   const config::Getenv getenv = config::process_environment();
   config::Resolved resolved = config::resolve(flags.settings, flags.config_file, getenv);
   if (config_file_read) *config_file_read = resolved.config_file;
+  if (sources) *sources = config::sources(resolved);
   for (const std::string& notice : resolved.notices) {
     launcher::say("xlaunch: note: {}\n", notice);
   }

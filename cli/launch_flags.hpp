@@ -42,8 +42,10 @@ void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags);
 /// environment > config file (the --config_file one, else the default file when it exists),
 /// with --rdzv_endpoint mapped onto the store address. Prints config notices and warnings
 /// once. Throws UsageError listing every problem, or naming a contradiction. The config file
-/// that was read, if any, goes to `*config_file_read` when given (for the run line).
+/// that was read, if any, goes to `*config_file_read` when given (for the run line), and
+/// where each setting came from to `*sources` (config::sources, for messages).
 config::Settings resolve_launch_settings(const LaunchFlags& flags,
-                                         std::optional<std::string>* config_file_read = nullptr);
+                                         std::optional<std::string>* config_file_read = nullptr,
+                                         std::map<std::string, std::string>* sources = nullptr);
 
 }  // namespace xlaunch::cli

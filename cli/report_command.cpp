@@ -1,6 +1,8 @@
 // `xlaunch report LOG_DIR/RUN_ID`: writes the run's picture (report.html) and prints its path.
 #include <fmt/core.h>
 
+#include <string>
+
 #include "cli/commands.hpp"
 #include "launcher/exit_status.hpp"
 #include "report/run_report.hpp"
@@ -17,7 +19,10 @@ void add_report_command(CLI::App& app, Action& run) {
   cmd->add_option("-o,--output", *output, "where to write the page (default RUN_DIR/report.html)");
   cmd->callback([&run, run_dir, output] {
     run = [run_dir, output] {
-      fmt::print("{}\n", report::write_run_report(*run_dir, *output));
+      // logs/<id>/ (a shell's completion) names the folder as logs/<id> does.
+      std::string dir = *run_dir;
+      while (dir.size() > 1 && dir.ends_with('/')) dir.pop_back();
+      fmt::print("{}\n", report::write_run_report(dir, *output));
       return exit_status::kSuccess;
     };
   });

@@ -158,15 +158,28 @@ std::variant<Layout, JoinProblem> decide_layout(const std::vector<JoinRecord>& a
   return layout;
 }
 
+void assign_unclaimed_ranks(std::vector<JoinRecord>& arrivals, int num_machines) {
+  std::set<int> claimed;
+  for (const JoinRecord& r : arrivals) claimed.insert(r.machine_rank);
+  int next = 0;
+  for (JoinRecord& r : arrivals) {
+    if (r.machine_rank >= 0) continue;
+    while (next < num_machines && claimed.contains(next)) ++next;
+    if (next == num_machines) break;  // more arrivals than ranks: decide_layout says so
+    r.machine_rank = next++;
+  }
+}
+
 JoinProblem missing_machines(const std::vector<JoinRecord>& arrived, int num_machines,
                              std::chrono::milliseconds timeout) {
+  std::vector<JoinRecord> ranked = arrived;
+  assign_unclaimed_ranks(ranked, num_machines);
   std::set<int> present;
   std::vector<std::string> joined;
-  std::vector<JoinRecord> sorted = arrived;
-  std::sort(sorted.begin(), sorted.end(), [](const JoinRecord& a, const JoinRecord& b) {
+  std::sort(ranked.begin(), ranked.end(), [](const JoinRecord& a, const JoinRecord& b) {
     return a.machine_rank < b.machine_rank;
   });
-  for (const JoinRecord& r : sorted) {
+  for (const JoinRecord& r : ranked) {
     present.insert(r.machine_rank);
     joined.push_back(fmt::format("{} ({})", r.machine_rank, r.host));
   }

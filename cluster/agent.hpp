@@ -76,6 +76,11 @@ std::variant<Layout, JoinProblem> decide_layout(const std::vector<JoinRecord>& a
                                                 int num_machines,
                                                 std::optional<int> total_processes);
 
+/// Gives each launcher that came without a machine rank (-1: a c10d launcher that found the
+/// endpoint's port taken and joined) a rank no arrival claims, lowest first, in arrival
+/// order. Machine 0 and the others run it on the same arrivals, so they agree. Pure.
+void assign_unclaimed_ranks(std::vector<JoinRecord>& arrivals, int num_machines);
+
 /// The message for machines that did not arrive before --rdzv_timeout. Pure.
 JoinProblem missing_machines(const std::vector<JoinRecord>& arrived, int num_machines,
                              std::chrono::milliseconds timeout);

@@ -7,8 +7,8 @@
 #include "cluster/membership.hpp"
 #include "cluster/seconds.hpp"
 #include "cluster/store_backend_impl.hpp"
-#include "launcher/console.hpp"
 #include "config/text.hpp"
+#include "launcher/console.hpp"
 
 namespace xlaunch::cluster {
 
@@ -20,6 +20,11 @@ using StoreClient = rendezvous::StoreClient;
 using Steady = std::chrono::steady_clock;
 
 namespace {
+
+// "machine 2", or "this machine" for one whose rank the join decides.
+std::string machine_name(int machine_rank) {
+  return machine_rank >= 0 ? fmt::format("machine {}", machine_rank) : "this machine";
+}
 
 std::chrono::milliseconds remaining(Steady::time_point deadline) {
   return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now()),
@@ -46,9 +51,8 @@ void StoreBackend::Impl::register_arrival() {
         fmt::format("{}: cannot reach machine 0's store at {}:{} within --rdzv_timeout "
                     "{:g}s: {}; check that machine 0's launcher runs, --main_process_ip/port, "
                     "and the firewall",
-                    o.machine_rank >= 0 ? fmt::format("machine {}", o.machine_rank)
-                                        : std::string("this machine"),
-                    o.store_host, o.store_port, seconds(o.rdzv_timeout), e.what()),
+                    machine_name(o.machine_rank), o.store_host, o.store_port,
+                    seconds(o.rdzv_timeout), e.what()),
         1);
   }
 }
@@ -60,24 +64,34 @@ Membership StoreBackend::Impl::fixed_join(Steady::time_point deadline) {
     decision =
         o.machine_rank == 0 ? decide_job(deadline, arrivals) : follow_job(deadline, arrivals);
   } catch (const StoreTimeout&) {
-    throw AgentError(fmt::format("machine {}: machine 0 did not announce the job within "
+    throw AgentError(fmt::format("{}: machine 0 did not announce the job within "
                                  "--rdzv_timeout {:g}s",
-                                 o.machine_rank, seconds(o.rdzv_timeout)),
+                                 machine_name(o.machine_rank), seconds(o.rdzv_timeout)),
                      1);
   } catch (const StoreError& e) {
-    throw AgentError(fmt::format("machine {}: lost machine 0's store at {}:{} while joining: {}",
-                                 o.machine_rank, o.store_host, o.store_port, e.what()),
-                     1);
+    throw AgentError(
+        fmt::format("{}: lost machine 0's store at {}:{} while joining: {}",
+                    machine_name(o.machine_rank), o.store_host, o.store_port, e.what()),
+        1);
   } catch (const std::invalid_argument& e) {
-    throw AgentError(fmt::format("machine {}: malformed join record in the store ({}); is "
+    throw AgentError(fmt::format("{}: malformed join record in the store ({}); is "
                                  "another program using run id {}?",
-                                 o.machine_rank, e.what(), o.run_id),
+                                 machine_name(o.machine_rank), e.what(), o.run_id),
                      1);
   }
   if (const auto* problem = std::get_if<JoinProblem>(&decision)) throw AgentError(*problem);
   layout = std::get<Layout>(decision);
   hosts.assign(o.num_machines, "?");
   for (const JoinRecord& r : arrivals) hosts[r.machine_rank] = r.host;
+  if (o.machine_rank < 0) {  // a launcher without a rank takes the one its arrival got
+    if (slot > o.num_machines) {
+      throw AgentError(fmt::format("the {}-machine job formed without this launcher: {} "
+                                   "launchers joined before it",
+                                   o.num_machines, o.num_machines),
+                       2);
+    }
+    o.machine_rank = arrivals.at(slot - 1).machine_rank;
+  }
   if (slot > o.num_machines) {
     // The job formed without this launcher: its rank was taken by an earlier one.
     FailureRecord won =
@@ -101,6 +115,7 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::decide_job(
     }
     arrivals.push_back(decode_join(client->get(k_key)));
   }
+  if (complete) assign_unclaimed_ranks(arrivals, o.num_machines);
   auto decision = complete ? decide_layout(arrivals, o.num_machines, o.total_processes)
                            : std::variant<Layout, JoinProblem>(
                                  missing_machines(arrivals, o.num_machines, o.rdzv_timeout));
@@ -131,6 +146,7 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::follow_job(
     for (int k = 1; k <= o.num_machines; ++k) {
       arrivals.push_back(decode_join(client->get(key(fmt::format("arrival/{}", k)))));
     }
+    assign_unclaimed_ranks(arrivals, o.num_machines);  // as machine 0 did
   }
   client->set(key(fmt::format("layout_ack/{}", slot)), "1");
   return decision;

@@ -32,6 +32,7 @@ JoinSettings join_settings(const Settings& s) {
   }
   join.hosts_elastic_store = s.machine_rank ? *s.machine_rank == 0 : !s.main_process_ip;
   join.etcd = s.rdzv_backend && s.rdzv_backend->starts_with("etcd");
+  join.host_or_join = s.rdzv_host_guessed.value_or(false) && !join.etcd;
   join.rdzv_id = s.rdzv_id.value_or("default");
   if (s.num_processes && !s.nproc_per_node) join.total_processes = s.num_processes;
   return join;

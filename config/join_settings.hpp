@@ -20,6 +20,10 @@ struct JoinSettings {
   /// --machine_rank, the one given no --main_process_ip. The others take machine ranks by join
   /// order, round by round.
   bool hosts_elastic_store = false;
+  /// Machine 0 only because --rdzv_endpoint names this machine: when the port is already
+  /// bound (another launcher of the job on this host hosts the store), this launcher joins
+  /// it as a client instead, taking its machine rank by arrival (torchrun's c10d backend).
+  bool host_or_join = false;
   /// --rdzv_backend etcd or etcd-v2: the launchers meet in etcd.
   bool etcd = false;
   /// Names the launchers' keys: --rdzv_id, or "default". Every machine must use the same

@@ -53,6 +53,8 @@ void apply_endpoint(Resolved& r, const IsLocalHost& is_local) {
   }
   if (hosts) {
     s.machine_rank = 0;
+    const bool elastic = s.min_machines && s.max_machines && *s.min_machines < *s.max_machines;
+    if (!s.rdzv_is_host && (machines > 1 || elastic)) s.rdzv_host_guessed = true;
     // One machine binds loopback by default, but its workers dial the endpoint's host.
     if (machines == 1 && !s.bind_addr) s.bind_addr = endpoint->host;
   } else if (s.min_machines && s.max_machines && *s.min_machines < *s.max_machines) {

@@ -17,8 +17,9 @@ using IsLocalHost = std::function<bool(const std::string& host)>;
 /// Applies, in place:
 /// - rdzv_endpoint host[:port] -> main_process_ip / main_process_port (port 29400 when not
 ///   given). The launcher on the endpoint's host (or with rdzv_conf is_host=true) hosts the
-///   store: without a machine rank it becomes machine 0. Any other launcher of a
-///   several-machine job needs --node_rank for now (UsageError).
+///   store: without a machine rank it becomes machine 0 (and, on the endpoint's host without
+///   is_host, of a several-machine job, rdzv_host_guessed: it may join instead). Any other
+///   launcher of a fixed-size several-machine job needs --node_rank for now (UsageError).
 /// - num_processes against nproc_per_node, use_cpu against distributed_type: when they come
 ///   from different sources the higher source wins and the other is dropped.
 /// Throws UsageError for a contradiction within one source (--num_processes 2

@@ -83,6 +83,7 @@ Resolved resolve(const Settings& flags, const std::optional<std::string>& config
   if (out.config_file) {
     LoadedConfig loaded = load_config_file(*out.config_file);
     file = std::move(loaded.settings);
+    out.places = std::move(loaded.places);
     out.notices.insert(out.notices.end(), loaded.notices.begin(), loaded.notices.end());
   }
   // torchrun's PET_* sit below xlaunch's own XLAUNCH_* (the more specific of the two).
@@ -106,6 +107,27 @@ Resolved resolve(const Settings& flags, const std::optional<std::string>& config
       }
     } else if (key.print(file)) {
       out.origins[std::string(key.name)] = Origin::File;
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> sources(const Resolved& r) {
+  std::map<std::string, std::string> out;
+  for (const auto& [key, origin] : r.origins) {
+    switch (origin) {
+      case Origin::Flag:
+        out[key] = "the command line";
+        break;
+      case Origin::Environment:
+        out[key] = r.variables.contains(key) ? r.variables.at(key) : "the environment";
+        break;
+      case Origin::File:
+        out[key] = r.places.contains(key) ? r.places.at(key)
+                                          : "config file " + r.config_file.value_or("?");
+        break;
+      case Origin::Default:
+        break;
     }
   }
   return out;

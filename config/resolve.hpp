@@ -27,7 +27,14 @@ struct Resolved {
   std::map<std::string, Origin> origins;  ///< per schema key that is set
   /// Per key from the environment: the variable that set it (XLAUNCH_X or torchrun's PET_X).
   std::map<std::string, std::string> variables;
+  /// Per key from the config file: "FILE:LINE:COL" of its value.
+  std::map<std::string, std::string> places;
 };
+
+/// Where each set key's value came from, for messages: "the command line", the variable
+/// ("XLAUNCH_DISTRIBUTED_TYPE"), or the file's "FILE:LINE:COL". Keys left at their default
+/// are absent.
+std::map<std::string, std::string> sources(const Resolved& resolved);
 
 /// flags: what the command line said; config_file_flag: --config_file if given (a missing
 /// file is a UsageError); getenv: the process environment (a lookup function, so it is

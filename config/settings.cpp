@@ -63,6 +63,7 @@ Settings merge(const Settings& low, const Settings& high) {
   take(out.rdzv_close_timeout, high.rdzv_close_timeout);
   take(out.rdzv_read_timeout, high.rdzv_read_timeout);
   take(out.rdzv_is_host, high.rdzv_is_host);
+  take(out.rdzv_host_guessed, high.rdzv_host_guessed);
   take(out.role, high.role);
   take(out.local_addr, high.local_addr);
   take(out.signals_to_handle, high.signals_to_handle);

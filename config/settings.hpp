@@ -59,6 +59,10 @@ struct Settings {
   std::optional<double> rdzv_close_timeout;      // seconds; used by elastic rounds
   std::optional<double> rdzv_read_timeout;       // seconds
   std::optional<bool> rdzv_is_host;              // this launcher hosts the store
+  /// Set by apply_launch_rules, by no source: machine 0 only because --rdzv_endpoint names
+  /// this machine (no is_host, no --node_rank). Such a launcher joins as a client when
+  /// another launcher of the job already holds the port (torchrun's c10d does the same).
+  std::optional<bool> rdzv_host_guessed;
   std::optional<std::string> role;               // ROLE_NAME of the workers
   std::optional<std::string> local_addr;         // this machine's address for the others
   std::optional<std::string> signals_to_handle;  // "SIGTERM,SIGINT,..." as normalised

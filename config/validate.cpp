@@ -106,6 +106,7 @@ void read_schema_key(Reading& r, const KeySpec& spec, const std::string& key,
     return;
   }
   r.value_marks[key] = value_mark;
+  r.out.places[key] = where(r.origin, value_mark);
   if (!notice.empty()) r.out.notices.push_back(where(r.origin, value_mark) + ": " + notice);
 }
 

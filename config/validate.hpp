@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,8 @@ struct LoadedConfig {
   Settings settings;
   /// "FILE:LINE:COL: ignoring deepspeed_config (...)", unknown-key warnings, and the like.
   std::vector<std::string> notices;
+  /// "FILE:LINE:COL" of each schema key's value, for messages about it later on.
+  std::map<std::string, std::string> places;
 };
 
 /// Checks `root` (parsed from `origin`, a file name used in messages) against the schema.

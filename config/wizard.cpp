@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
 #include "config/prompts.hpp"
 #include "config/schema.hpp"
@@ -27,20 +28,6 @@ int ask_integer(Terminal& term, std::string_view question, int default_value, lo
   const std::string answer =
       ask_text(term, question, std::to_string(default_value), integer_between(min, max, what));
   return static_cast<int>(*parse_integer(answer));
-}
-
-std::size_t type_index(DistributedType type) {
-  switch (type) {
-    case DistributedType::No:
-      return 0;
-    case DistributedType::MultiGpu:
-      return 1;
-    case DistributedType::DataParallel:
-      return 2;
-    case DistributedType::MultiCpu:
-      return 3;
-  }
-  return 0;
 }
 
 /// Comma-separated GPU indexes in `ids` (already normalised), or 0 for "all".
@@ -68,24 +55,50 @@ bool ask_several_machines(Terminal& term, const Settings& start) {
                     start.num_machines.value_or(1) > 1 ? 1 : 0) == 1;
 }
 
+// Only the types that run here are offered: NO runs one process, so not on several machines;
+// DDP and DP need a GPU. A file that `launch` refuses is no answer.
 DistributedType ask_distributed_type(Terminal& term, const Settings& start, int gpus,
                                      bool several) {
-  std::size_t default_type = 0;
-  if (start.distributed_type) {
-    default_type = type_index(*start.distributed_type);
-  } else if (gpus >= 2) {
-    default_type = 1;
-  } else if (gpus == 0 && several) {
-    default_type = 3;
+  struct Option {
+    DistributedType type;
+    Choice choice;
+  };
+  std::vector<Option> options;
+  if (!several) {
+    options.push_back(
+        {DistributedType::No,
+         {"NO", gpus > 0 ? "one process, no distribution" : "one process on the CPU", {"none"}}});
   }
-  return *parse_distributed_type(
-      std::array<const char*, 4>{"NO", "MULTI_GPU", "DP", "MULTI_CPU"}[ask_choice(
-          term, "Distributed type:",
-          {{"NO", "one process, no distribution", {"none"}},
-           {"DDP", "one process per GPU (DistributedDataParallel)", {"MULTI_GPU"}},
-           {"DP", "one process per machine using all its GPUs (DataParallel)", {}},
-           {"MULTI_CPU", "several processes on CPUs", {"CPU"}}},
-          default_type)]);
+  if (gpus > 0) {
+    options.push_back({DistributedType::MultiGpu,
+                       {"DDP", "one process per GPU (DistributedDataParallel)", {"MULTI_GPU"}}});
+    options.push_back({DistributedType::DataParallel,
+                       {"DP", "one process per machine using all its GPUs (DataParallel)", {}}});
+  } else {
+    term.write(
+        "DDP and DP need GPUs, so this machine runs CPU processes. For a GPU machine, "
+        "run `xlaunch config` there.\n");
+  }
+  options.push_back(
+      {DistributedType::MultiCpu, {"MULTI_CPU", "several processes on CPUs", {"CPU"}}});
+  if (options.size() == 1) {
+    term.write("Distributed type: MULTI_CPU (several processes on CPUs)\n");
+    return DistributedType::MultiCpu;
+  }
+  // The default: the starting file's type, or what this machine suggests, among those offered.
+  DistributedType wanted =
+      start.distributed_type.value_or(gpus >= 2 ? DistributedType::MultiGpu : DistributedType::No);
+  if (gpus == 0 && wanted != DistributedType::No) wanted = DistributedType::MultiCpu;
+  if (several && wanted == DistributedType::No) {
+    wanted = gpus > 0 ? DistributedType::MultiGpu : DistributedType::MultiCpu;
+  }
+  std::size_t default_index = 0;
+  std::vector<Choice> choices;
+  for (const Option& o : options) {
+    if (o.type == wanted) default_index = choices.size();
+    choices.push_back(o.choice);
+  }
+  return options[ask_choice(term, "Distributed type:", choices, default_index)].type;
 }
 
 /// Several machines: how many, this one's rank, the main machine's address and port.
@@ -190,6 +203,13 @@ MixedPrecision ask_mixed_precision(Terminal& term, const Settings& start) {
 
 Settings run_wizard(Terminal& term, const MachineFacts& machine, const Settings& start) {
   Settings s = start;
+  // The answers replace what says the same in other words: torchrun's per-machine count and
+  // MIN:MAX, and an endpoint that would override the main machine's address.
+  s.nproc_per_node.reset();
+  s.nproc_per_node_device.reset();
+  s.min_machines.reset();
+  s.max_machines.reset();
+  s.rdzv_endpoint.reset();
   const int gpus = machine.gpu_count;
   describe_machine(term, machine);
   const bool several = ask_several_machines(term, start);

@@ -4,7 +4,9 @@
 
 #include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
+#include "launcher/program.hpp"
 #include "launcher/report.hpp"
+#include "launcher/torch_hint.hpp"
 #include "report/run_report.hpp"
 
 namespace xlaunch::job {
@@ -58,10 +60,19 @@ void finish_console(RunFiles& files) {
   }
 }
 
+// Ranks that died at once of "No module named 'torch'" most often ran the wrong Python.
+void hint_if_torch_missing(const Job& job, const RunSummary& summary) {
+  if (!summary.root_cause || !runs_under_python(job.request.program)) return;
+  if (!failed_importing_torch(*summary.root_cause)) return;
+  const std::string& ran = job.plan.argv.at(0);
+  say("{}", torch_missing_hint(ran, find_python_with_torch(job.parent_env, ran)));
+}
+
 }  // namespace
 
 int finish(const Job& job, RunFiles& files, const Outcome& outcome) {
   const RunSummary& summary = outcome.summary;
+  hint_if_torch_missing(job, summary);
   if (summary.exit_code != exit_status::kSuccess) files.keep();
   try {
     files.write_summary(summary_json(summary));

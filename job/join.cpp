@@ -83,6 +83,10 @@ void announce_join(const Job& job, const AgentOptions& options) {
         "{:g}s)\n",
         plan.machine_rank == 0 ? "machine 0" : "this machine", options.min_machines,
         options.max_machines, options.store_host, options.store_port, wait_s);
+  } else if (plan.machine_rank < 0) {  // its rank comes from the join (store_hosting.hpp)
+    say("xlaunch: this machine: joining the {}-machine job at {}:{} (waiting up to {:g}s "
+        "for every machine)\n",
+        plan.num_machines, options.store_host, options.store_port, wait_s);
   } else {
     say("xlaunch: machine {} of {}: joining the job at {}:{} (waiting up to {:g}s "
         "for every machine)\n",
@@ -139,6 +143,7 @@ void join_machines(Job& job) {
   job.agent_keys = fmt::format("xlaunch/{}/", options.run_id);
   announce_join(job, options);
   const bool is_elastic = options.elastic();
+  const bool by_arrival = plan.machine_rank < 0;
   join_through_backend(job, std::move(options));
   if (job.etcd_agent) {
     take_etcd_store_address(job);
@@ -150,6 +155,9 @@ void join_machines(Job& job) {
   if (is_elastic) {
     say("xlaunch: round {}: machine {} of {}, world size {}\n", plan.first_attempt,
         plan.machine_rank, plan.num_machines, plan.world_size);
+  } else if (by_arrival && !job.etcd_agent) {
+    say("xlaunch: machine {} of {} (by arrival), world size {}\n", plan.machine_rank,
+        plan.num_machines, plan.world_size);
   }
 }
 

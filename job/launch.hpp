@@ -1,6 +1,7 @@
 // The launcher's one entry point: `xlaunch launch` (and `xlaunch test`) call it.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -13,6 +14,8 @@ struct LaunchRequest {
   config::Settings settings;  // merged flags > environment > config file
   launcher::ProgramSpec program;
   std::optional<std::string> config_file;  // the config file read, if any (for the run line)
+  /// Where each setting came from (config::sources), for messages that name it.
+  std::map<std::string, std::string> sources;
 };
 
 /// Runs the whole job on this machine: finds GPUs, checks the program, binds and serves

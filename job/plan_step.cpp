@@ -5,9 +5,9 @@
 #include <random>
 
 #include "config/usage_error.hpp"
+#include "gpu/devices.hpp"
 #include "launcher/capacity.hpp"
 #include "launcher/console.hpp"
-#include "gpu/devices.hpp"
 #include "launcher/report.hpp"
 
 namespace xlaunch::job {
@@ -69,8 +69,8 @@ void plan_job(Job& job) {
       job.request.program, lookup(job.parent_env, "PATH").value_or("/usr/bin:/bin"),
       host_exec_probe());
   std::random_device entropy;
-  job.plan =
-      make_plan(job.settings, std::move(argv), visible, make_run_id(Clock::now(), entropy()));
+  job.plan = make_plan(job.settings, std::move(argv), visible, make_run_id(Clock::now(), entropy()),
+                       job.request.sources);
   job.plan.ignored_stop_signals = ignored_stop_signals();  // before any handler is installed
   plan_join(job);
   check_machines(job.plan, job.settings);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/launch_error.hpp"
 #include "rendezvous/store_error.hpp"
@@ -12,13 +13,38 @@ using namespace launcher;
 
 namespace {
 
+[[noreturn]] void cannot_host(const rendezvous::StoreError& e, std::uint16_t port) {
+  throw LaunchError(fmt::format("cannot host the store: {}", e.what()), exit_status::kFailure,
+                    port ? "choose another --main_process_port, or 0 for a free one" : "");
+}
+
 rendezvous::ListeningSocket bind_store(const std::string& host, std::uint16_t port) {
   try {
     return rendezvous::ListeningSocket::bind(host, port);
   } catch (const rendezvous::StoreError& e) {
-    throw LaunchError(fmt::format("cannot host the store: {}", e.what()), exit_status::kFailure,
-                      port ? "choose another --main_process_port, or 0 for a free one" : "");
+    cannot_host(e, port);
   }
+}
+
+// Machine 0's store, or nullopt when this launcher joins instead: torchrun's c10d backend
+// hosts when the endpoint names this machine and, when another launcher of the job on this
+// host already bound the port, joins it as a client (only an explicit is_host=true insists).
+std::optional<rendezvous::ListeningSocket> bind_or_join(Job& job) {
+  LaunchPlan& plan = job.plan;
+  try {
+    return rendezvous::ListeningSocket::bind(plan.bind_host, plan.master_port);
+  } catch (const rendezvous::AddressInUse& e) {
+    if (!job.join.host_or_join) cannot_host(e, plan.master_port);
+  } catch (const rendezvous::StoreError& e) {
+    cannot_host(e, plan.master_port);
+  }
+  say("xlaunch: the store's port {}:{} is already taken on this machine, presumably by "
+      "another launcher of this job: joining it (--rdzv_conf is_host=true makes this an "
+      "error)\n",
+      plan.master_addr, plan.master_port);
+  plan.machine_rank = -1;  // by arrival, from the join
+  job.join.hosts_elastic_store = false;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -33,9 +59,10 @@ void host_store(Job& job) {
     // One machine: listen where the workers are told to connect (under srun -N1, MASTER_ADDR
     // is the node's name, which resolves to the node's own address, not 127.0.0.1).
     if (plan.num_machines == 1 && !job.settings.bind_addr) plan.bind_host = plan.master_addr;
-    rendezvous::ListeningSocket socket = bind_store(plan.bind_host, plan.master_port);
-    plan.master_port = socket.port();
-    serve_store(job, std::move(socket));
+    std::optional<rendezvous::ListeningSocket> socket = bind_or_join(job);
+    if (!socket) return;
+    plan.master_port = socket->port();
+    serve_store(job, std::move(*socket));
   }
 }
 

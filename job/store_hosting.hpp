@@ -7,7 +7,9 @@
 namespace xlaunch::job {
 
 /// Binds (and on machine 0 starts) the store; sets the plan's store port. Throws
-/// LaunchError (exit 1) when the address cannot be bound.
+/// LaunchError (exit 1) when the address cannot be bound, except for a launcher that is
+/// machine 0 only because the endpoint names this machine (JoinSettings::host_or_join) and
+/// finds the port taken: it becomes a joining launcher (machine rank -1, by arrival).
 void host_store(Job& job);
 
 /// Starts serving the workers' store on `socket`, on a thread of its own.

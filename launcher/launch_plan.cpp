@@ -63,19 +63,26 @@ void set_machines(LaunchPlan& plan, const config::Settings& s) {
   }
 }
 
+// " (from X)" for a key whose source is known, else nothing.
+std::string from(const Sources& sources, const char* key) {
+  const auto it = sources.find(key);
+  return it == sources.end() ? "" : fmt::format(" (from {})", it->second);
+}
+
 // This machine's worker count: from the flags, else one per selected GPU (DP: one process
 // for all of them), checked against the GPUs there are.
 int local_workers(const config::Settings& s, const std::vector<std::string>& selected,
                   const std::vector<std::string>& visible_gpus, int num_machines, bool cpu,
-                  bool data_parallel) {
+                  bool data_parallel, const Sources& sources) {
   int local = 1;
   const int default_count =
       (data_parallel || selected.empty()) ? 1 : static_cast<int>(selected.size());
   if (s.distributed_type == DistributedType::MultiGpu && !cpu && selected.empty()) {
     throw UsageError(
         fmt::format(
-            "distributed_type MULTI_GPU runs one worker per GPU, but no GPU is visible "
+            "distributed_type MULTI_GPU{} runs one worker per GPU, but no GPU is visible "
             "(GPUs found: {})",
+            from(sources, "distributed_type"),
             visible_gpus.empty() ? "none" : fmt::format("{}", fmt::join(visible_gpus, ","))),
         "check nvidia-smi and CUDA_VISIBLE_DEVICES, or run CPU workers with --cpu "
         "(distributed_type MULTI_CPU)");
@@ -99,9 +106,10 @@ int local_workers(const config::Settings& s, const std::vector<std::string>& sel
   }
   if (!cpu && !data_parallel && !selected.empty() && local > static_cast<int>(selected.size())) {
     throw UsageError(
-        fmt::format("{} GPU workers were asked for on this machine, but only {} GPU(s) were "
+        fmt::format("{} GPU workers were asked for on this machine{}, but only {} GPU(s) were "
                     "found ({})",
-                    local, selected.size(), fmt::join(selected, ",")),
+                    local, from(sources, s.nproc_per_node ? "nproc_per_node" : "num_processes"),
+                    selected.size(), fmt::join(selected, ",")),
         fmt::format("use --num_processes {} (one per GPU), or --use_cpu for CPU workers",
                     selected.size() * num_machines));
   }
@@ -110,7 +118,7 @@ int local_workers(const config::Settings& s, const std::vector<std::string>& sel
 
 // The GPUs the workers get, their count, and the job's ranks.
 void set_workers(LaunchPlan& plan, const config::Settings& s,
-                 const std::vector<std::string>& visible_gpus) {
+                 const std::vector<std::string>& visible_gpus, const Sources& sources) {
   const bool cpu = s.use_cpu.value_or(false) || s.distributed_type == DistributedType::MultiCpu;
   const bool data_parallel = s.distributed_type == DistributedType::DataParallel;
   std::vector<std::string> selected;
@@ -120,7 +128,7 @@ void set_workers(LaunchPlan& plan, const config::Settings& s,
                      "drop --gpu_ids, or drop --use_cpu to run on those GPUs");
   }
   plan.local_world_size =
-      local_workers(s, selected, visible_gpus, plan.num_machines, cpu, data_parallel);
+      local_workers(s, selected, visible_gpus, plan.num_machines, cpu, data_parallel, sources);
   if (!data_parallel && static_cast<int>(selected.size()) > plan.local_world_size) {
     selected.resize(plan.local_world_size);  // one GPU per worker; the rest stay untouched
   }
@@ -202,12 +210,13 @@ std::string make_run_id(std::chrono::system_clock::time_point now, std::uint32_t
 }
 
 LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
-                     const std::vector<std::string>& visible_gpus, std::string run_id) {
+                     const std::vector<std::string>& visible_gpus, std::string run_id,
+                     const Sources& sources) {
   LaunchPlan plan;
   plan.argv = std::move(argv);
   set_run_id(plan, s, run_id);
   set_machines(plan, s);
-  set_workers(plan, s, visible_gpus);
+  set_workers(plan, s, visible_gpus, sources);
   set_distributed(plan, s);
   set_store_address(plan, s);
   set_restarts(plan, s);

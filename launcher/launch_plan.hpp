@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -49,11 +50,17 @@ struct LaunchPlan {
   bool python_stacks = true;
 };
 
+/// Where each setting came from, by config key (config::sources): "the command line",
+/// "XLAUNCH_X", "FILE:LINE:COL".
+using Sources = std::map<std::string, std::string>;
+
 /// Builds the plan from the merged settings, the worker argv and the GPUs the launcher
 /// sees. Applies built-in defaults (one worker per selected GPU, else 1) and throws
-/// UsageError (exit 2) for every inconsistency, naming the flag and what to do.
+/// UsageError (exit 2) for every inconsistency, naming the flag and what to do, and where
+/// the value came from when `sources` knows.
 LaunchPlan make_plan(const config::Settings& settings, std::vector<std::string> argv,
-                     const std::vector<std::string>& visible_gpus, std::string run_id);
+                     const std::vector<std::string>& visible_gpus, std::string run_id,
+                     const Sources& sources = {});
 
 /// A fresh run id: UTC date-time plus random hex, sortable in a log folder.
 std::string make_run_id(std::chrono::system_clock::time_point now, std::uint32_t random);

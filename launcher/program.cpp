@@ -50,7 +50,9 @@ std::vector<std::string> resolve_worker_argv(const ProgramSpec& spec, const std:
                                spec.program.find('/') == std::string::npos ? " on PATH" : ""),
           exists ? exit_status::kCannotExecute : exit_status::kNotFound,
           exists ? fmt::format("chmod +x {}, or run it through its interpreter", spec.program)
-                 : "check the name, or give a path such as ./train");
+          : spec.program.find('/') == std::string::npos
+              ? "check the name, or give a path such as ./train"
+              : "check the path (relative to the current directory)");
     }
     argv.push_back(*executable);
   }

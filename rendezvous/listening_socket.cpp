@@ -28,8 +28,8 @@ std::uint16_t bound_port(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
 }
 
-// Returns the fd, or -1 with `cause` set.
-int try_bind(const addrinfo& ai, bool dual_stack, std::string& cause) {
+// Returns the fd, or -1 with `cause` set (and `in_use` when the address is taken).
+int try_bind(const addrinfo& ai, bool dual_stack, std::string& cause, bool& in_use) {
   int fd = ::socket(ai.ai_family, ai.ai_socktype | SOCK_CLOEXEC, ai.ai_protocol);
   if (fd < 0) {
     cause = fmt::format("socket: {}", std::strerror(errno));
@@ -42,6 +42,7 @@ int try_bind(const addrinfo& ai, bool dual_stack, std::string& cause) {
     ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
   }
   if (::bind(fd, ai.ai_addr, ai.ai_addrlen) != 0) {
+    in_use = in_use || errno == EADDRINUSE;
     cause = fmt::format("bind: {}", std::strerror(errno));
     ::close(fd);
     return -1;
@@ -61,6 +62,7 @@ ListeningSocket ListeningSocket::bind(const std::string& host, std::uint16_t por
   const std::string service = std::to_string(port);
   std::string shown = fmt::format("{}:{}", host.empty() ? "::" : host, port);
   std::string causes;
+  bool in_use = false;
 
   // "All interfaces" tries [::] dual-stack first and falls back to 0.0.0.0 (no IPv6).
   const char* candidates[] = {any ? "::" : host.c_str(), any ? "0.0.0.0" : nullptr};
@@ -77,7 +79,7 @@ ListeningSocket ListeningSocket::bind(const std::string& host, std::uint16_t por
     }
     for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
       std::string cause;
-      int fd = try_bind(*ai, any, cause);
+      int fd = try_bind(*ai, any, cause, in_use);
       if (fd >= 0) {
         ::freeaddrinfo(list);
         return ListeningSocket(fd, bound_port(fd));
@@ -86,8 +88,10 @@ ListeningSocket ListeningSocket::bind(const std::string& host, std::uint16_t por
     }
     ::freeaddrinfo(list);
   }
-  throw StoreError(fmt::format("cannot listen on {}: {} (pick another port, or 0 for a free one)",
-                               shown, causes));
+  std::string message = fmt::format(
+      "cannot listen on {}: {} (pick another port, or 0 for a free one)", shown, causes);
+  if (in_use) throw AddressInUse(message);
+  throw StoreError(message);
 }
 
 ListeningSocket::ListeningSocket(ListeningSocket&& other) noexcept

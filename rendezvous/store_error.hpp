@@ -12,6 +12,13 @@ class StoreError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// ListeningSocket::bind: the address is in use (EADDRINUSE), e.g. by another launcher's
+/// store.
+class AddressInUse : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
+
 /// A blocking call ran past its timeout.
 class StoreTimeout : public StoreError {
  public:

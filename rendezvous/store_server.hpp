@@ -39,7 +39,8 @@ struct ServerOptions {
 class ListeningSocket {
  public:
   /// Binds host:port and listens (SOMAXCONN backlog). host "" or "::" means all
-  /// interfaces (dual-stack, falling back to 0.0.0.0). Throws StoreError naming the address.
+  /// interfaces (dual-stack, falling back to 0.0.0.0). Throws StoreError naming the address;
+  /// AddressInUse (a StoreError) when the port is taken there.
   static ListeningSocket bind(const std::string& host, std::uint16_t port);
 
   ListeningSocket(ListeningSocket&&) noexcept;

@@ -2,7 +2,7 @@
 // round trip, repeated barriers and an all-reduce (NCCL when this rank sees a GPU, else
 // Gloo), then prints one machine-readable line:
 //   XLAUNCH_SELFTEST {"rank":0,"size":4,...,"status":"pass","error":""}
-// With XLAUNCH_SELFTEST_RESULTS=DIR the line also goes to DIR/rank<N>.json.
+// With XLAUNCH_SELFTEST_RESULTS=DIR (`xlaunch test`) the line goes to DIR/rank<N>.json instead.
 // Exit status 0 when every check passed on this rank, 1 otherwise.
 #include <fmt/core.h>
 #include <unistd.h>
@@ -152,8 +152,9 @@ void gloo_allreduce(xlaunch::World& world) {
 }
 #endif
 
-// Prints the result line; with XLAUNCH_SELFTEST_RESULTS=DIR (set by `xlaunch test`) also
-// writes it to DIR/rank<N>.json, so the launcher can tabulate results without parsing output.
+// Prints the result line; with XLAUNCH_SELFTEST_RESULTS=DIR (set by `xlaunch test`) writes
+// it to DIR/rank<N>.json instead, so the launcher tabulates results without parsing output
+// (and its console shows the table, not the raw lines).
 void report(const Result& r, bool pass) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
@@ -164,8 +165,6 @@ void report(const Result& r, bool pass) {
       r.rank, r.size, r.local_rank, r.node_rank, json_string(host), ::getpid(),
       json_string(r.store), json_string(r.barrier), json_string(r.backend),
       json_string(r.allreduce), json_string(pass ? "pass" : "fail"), json_string(r.error));
-  fmt::print("XLAUNCH_SELFTEST {}\n", json);
-  std::fflush(stdout);
   const char* dir = std::getenv("XLAUNCH_SELFTEST_RESULTS");
   if (dir != nullptr && *dir != '\0') {
     int rank = r.rank >= 0 ? r.rank : std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "-1");
@@ -173,10 +172,12 @@ void report(const Result& r, bool pass) {
     if (std::FILE* file = std::fopen(path.c_str(), "w")) {
       fmt::print(file, "{}\n", json);
       std::fclose(file);
-    } else {
-      fmt::print(stderr, "xlaunch-selftest: cannot write {}: {}\n", path, std::strerror(errno));
+      return;
     }
+    fmt::print(stderr, "xlaunch-selftest: cannot write {}: {}\n", path, std::strerror(errno));
   }
+  fmt::print("XLAUNCH_SELFTEST {}\n", json);
+  std::fflush(stdout);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 """`xlaunch config`: the wizard through a real pseudo-terminal and through piped stdin."""
 import os
+import re
 import signal
 import subprocess
 import time
@@ -114,7 +115,8 @@ def test_sigint_while_waiting_on_a_pipe_exits_130(xlaunch_bin, tmp_path):
     proc.stdin.write(b"\n")
     proc.stdin.flush()
     seen = b""
-    while b"Answer 1-4 or a name" not in seen:  # now blocked on the second question
+    # Now blocked on the second question (2 choices without a GPU, 4 with).
+    while not re.search(rb"Distributed type:.*or a name", seen, re.S):
         chunk = os.read(proc.stdout.fileno(), 4096)
         assert chunk, seen
         seen += chunk

@@ -16,7 +16,8 @@ from config_helpers import dry_run, isolated_env
     (["--distributed_type", "NO", "--num_processes", "2"], {},
      "distributed_type NO (from the command line) runs one process, but 2 processes"),
     (["--multi_gpu", "--num_processes", "2"], {"CUDA_VISIBLE_DEVICES": ""},
-     "distributed_type MULTI_GPU runs one worker per GPU, but no GPU is visible"),
+     "distributed_type MULTI_GPU (from the command line) runs one worker per GPU, but no GPU is "
+     "visible"),
     (["--rdzv_conf", "join_timeout=5,bogus=1"], {}, "flag --rdzv_conf: bad value"),
     (["--rdzv_endpoint", "192.0.2.1:29400", "--nnodes", "2"], {},
      "this launcher does not host the store"),
