@@ -6,45 +6,24 @@
 #include <algorithm>
 #include <map>
 
+#include "cluster/record_codec.hpp"
 #include "cluster/seconds.hpp"
 #include "config/text.hpp"
 
 namespace xlaunch::cluster {
 
-using config::parse_int;
 using config::split;
 
 namespace {
 
-// Records are "key=value" lines; values never hold a newline (they are flattened).
-std::string flat(std::string_view text) {
-  std::string out(text);
-  std::replace(out.begin(), out.end(), '\n', ' ');
-  return out;
-}
-
-std::map<std::string, std::string> parse_lines(std::string_view text) {
-  std::map<std::string, std::string> fields;
+// The agreed settings, "s.NAME=VALUE" lines, by name.
+std::map<std::string, std::string> settings_map(std::string_view text) {
+  std::map<std::string, std::string> out;
   for (std::string_view line : split(text, '\n')) {
-    auto eq = line.find('=');
-    if (eq == std::string_view::npos) continue;
-    fields[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
+    const auto eq = line.find('=');
+    if (eq != std::string_view::npos) out[std::string(line.substr(0, eq))] = line.substr(eq + 1);
   }
-  return fields;
-}
-
-int int_field(const std::map<std::string, std::string>& fields, const char* name) {
-  int value = 0;
-  auto it = fields.find(name);
-  if (it == fields.end() || !parse_int(it->second, value)) {
-    throw std::invalid_argument(fmt::format("record field '{}' is missing or not a number", name));
-  }
-  return value;
-}
-
-std::string field(const std::map<std::string, std::string>& fields, const char* name) {
-  auto it = fields.find(name);
-  return it == fields.end() ? std::string() : it->second;
+  return out;
 }
 
 std::string who(const JoinRecord& r) {
@@ -52,24 +31,6 @@ std::string who(const JoinRecord& r) {
 }
 
 }  // namespace
-
-std::string encode(const JoinRecord& r) {
-  return fmt::format("machine={}\nhost={}\npid={}\nlocal={}\nversion={}\n{}", r.machine_rank,
-                     flat(r.host), r.pid, r.local_processes, flat(r.version), r.settings);
-}
-
-JoinRecord decode_join(std::string_view text) {
-  auto fields = parse_lines(text);
-  JoinRecord r;
-  r.machine_rank = int_field(fields, "machine");
-  r.host = field(fields, "host");
-  r.pid = int_field(fields, "pid");
-  r.local_processes = int_field(fields, "local");
-  r.version = field(fields, "version");
-  for (const char* fixed : {"machine", "host", "pid", "local", "version"}) fields.erase(fixed);
-  for (const auto& [k, v] : fields) r.settings += k + "=" + v + "\n";
-  return r;
-}
 
 std::string agreed_settings(const std::vector<std::pair<std::string, std::string>>& values) {
   std::map<std::string, std::string> sorted;
@@ -79,16 +40,17 @@ std::string agreed_settings(const std::vector<std::pair<std::string, std::string
   return out;
 }
 
+// Sums in 64 bits: decoded layouts are bounded (record_codec.hpp), so they fit an int.
 int Layout::world_size() const {
-  int total = 0;
+  std::int64_t total = 0;
   for (int n : local_processes) total += n;
-  return total;
+  return static_cast<int>(total);
 }
 
 int Layout::rank_offset(int machine_rank) const {
-  int offset = 0;
+  std::int64_t offset = 0;
   for (int m = 0; m < machine_rank; ++m) offset += local_processes.at(m);
-  return offset;
+  return static_cast<int>(offset);
 }
 
 std::variant<Layout, JoinProblem> decide_layout(const std::vector<JoinRecord>& arrivals,
@@ -125,9 +87,9 @@ std::variant<Layout, JoinProblem> decide_layout(const std::vector<JoinRecord>& a
           first.host, first.version, rank, r->host, r->version));
     }
   }
-  auto reference = parse_lines(first.settings);
+  auto reference = settings_map(first.settings);
   for (const auto& [rank, r] : by_rank) {
-    auto mine = parse_lines(r->settings);
+    auto mine = settings_map(r->settings);
     std::set<std::string> keys;
     for (const auto& kv : reference) keys.insert(kv.first);
     for (const auto& kv : mine) keys.insert(kv.first);
@@ -193,64 +155,6 @@ JoinProblem missing_machines(const std::vector<JoinRecord>& arrived, int num_mac
                      "raise --rdzv_timeout",
                      missing.size() == 1 ? "" : "s", fmt::join(missing, ", "), seconds(timeout),
                      joined.empty() ? "none" : fmt::format("{}", fmt::join(joined, ", ")))};
-}
-
-std::string encode_layout(const std::variant<Layout, JoinProblem>& decision) {
-  if (const auto* layout = std::get_if<Layout>(&decision)) {
-    return fmt::format("ok\n{}\n{}\n{}", fmt::join(layout->local_processes, ","),
-                       flat(layout->run_id), fmt::join(layout->slots, ","));
-  }
-  const auto& problem = std::get<JoinProblem>(decision);
-  return fmt::format("error\n{}\n{}", problem.exit_code, problem.message);
-}
-
-std::variant<Layout, JoinProblem> decode_layout(std::string_view text) {
-  auto nl = text.find('\n');
-  std::string_view head = text.substr(0, nl);
-  std::string_view rest = nl == std::string_view::npos ? "" : text.substr(nl + 1);
-  if (head == "ok") {
-    Layout layout;
-    std::vector<std::string_view> lines = split(rest, '\n');
-    auto numbers = [](std::string_view list, std::vector<int>& into) {
-      if (list.empty()) return;
-      for (std::string_view item : split(list, ',')) {
-        int n = 0;
-        if (!parse_int(item, n)) throw std::invalid_argument("bad layout");
-        into.push_back(n);
-      }
-    };
-    if (lines.empty()) throw std::invalid_argument("bad layout");
-    numbers(lines[0], layout.local_processes);
-    if (lines.size() > 1) layout.run_id = std::string(lines[1]);
-    if (lines.size() > 2) numbers(lines[2], layout.slots);
-    return layout;
-  }
-  JoinProblem problem;
-  auto nl2 = rest.find('\n');
-  if (head != "error" || nl2 == std::string_view::npos ||
-      !parse_int(rest.substr(0, nl2), problem.exit_code)) {
-    throw std::invalid_argument("bad layout");
-  }
-  problem.message = std::string(rest.substr(nl2 + 1));
-  return problem;
-}
-
-std::string encode(const FailureRecord& r) {
-  return fmt::format("machine={}\nhost={}\nrank={}\nexit_code={}\nrestartable={}\ncause={}\n",
-                     r.machine_rank, flat(r.host), r.rank, r.exit_code, r.restartable ? 1 : 0,
-                     flat(r.cause));
-}
-
-FailureRecord decode_failure(std::string_view text) {
-  auto fields = parse_lines(text);
-  FailureRecord r;
-  r.machine_rank = int_field(fields, "machine");
-  r.host = field(fields, "host");
-  r.rank = int_field(fields, "rank");
-  r.exit_code = int_field(fields, "exit_code");
-  r.restartable = field(fields, "restartable") == "1";
-  r.cause = field(fields, "cause");
-  return r;
 }
 
 }  // namespace xlaunch::cluster

@@ -19,8 +19,9 @@
 // refused/<slot> and closed (membership.hpp, store_members.cpp, store_join.cpp).
 //
 // Machine 0 decides the layout and the verdicts; the others only follow, so every launcher
-// prints the same text. This file: the records and decisions, pure (unit-tested); the
-// interface to a backend is join_backend.hpp, the store's side store_backend.hpp.
+// prints the same text. This file: the records and decisions, pure (unit-tested); their
+// encoding and the checks of what is read back are record_codec.hpp; the interface to a
+// backend is join_backend.hpp, the store's side store_backend.hpp.
 #pragma once
 
 #include <chrono>
@@ -46,10 +47,6 @@ struct JoinRecord {
   /// "key=value" lines of the settings every machine must agree on (see agreed_settings).
   std::string settings;
 };
-
-std::string encode(const JoinRecord& record);
-/// Throws std::invalid_argument for a malformed record.
-JoinRecord decode_join(std::string_view text);
 
 /// The job's shape once every machine joined.
 struct Layout {
@@ -84,13 +81,6 @@ void assign_unclaimed_ranks(std::vector<JoinRecord>& arrivals, int num_machines)
 /// The message for machines that did not arrive before --rdzv_timeout. Pure.
 JoinProblem missing_machines(const std::vector<JoinRecord>& arrived, int num_machines,
                              std::chrono::milliseconds timeout);
-
-/// The encoded "layout" value and its parse (either a Layout or a JoinProblem).
-std::string encode_layout(const std::variant<Layout, JoinProblem>& decision);
-std::variant<Layout, JoinProblem> decode_layout(std::string_view text);
-
-std::string encode(const FailureRecord& record);
-FailureRecord decode_failure(std::string_view text);
 
 /// Settings every machine must agree on, as sorted "key=value" lines.
 std::string agreed_settings(const std::vector<std::pair<std::string, std::string>>& values);

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "cluster/record_codec.hpp"
+
 using namespace xlaunch::cluster;
 using namespace std::chrono_literals;
 
@@ -15,31 +17,31 @@ JoinRecord record(int rank, int local, std::string settings = "s.max_restarts=0\
 
 TEST_CASE("records and layouts survive the store", "[agent]") {
   JoinRecord r = record(3, 2, agreed_settings({{"b", "2"}, {"a", "x\ny"}}));
-  JoinRecord back = decode_join(encode(r));
+  JoinRecord back = decode_join(encode(r), "k");
   CHECK(back.machine_rank == 3);
   CHECK(back.host == "host3");
   CHECK(back.pid == 103);
   CHECK(back.local_processes == 2);
   CHECK(back.settings == "s.a=x y\ns.b=2\n");
   FailureRecord f{1, "hostB", 3, 7, true, "exited with code 7"};
-  FailureRecord fb = decode_failure(encode(f));
+  FailureRecord fb = decode_failure(encode(f), "k");
   CHECK(fb.describe() == "machine 1 (hostB), rank 3: exited with code 7");
   CHECK(fb.restartable);
   FailureRecord lost{2, "hostC", -1, 1, false, "launcher lost"};
-  CHECK(decode_failure(encode(lost)).describe() == "machine 2 (hostC): launcher lost");
-  auto layout = std::get<Layout>(decode_layout(encode_layout(Layout{{2, 3, 1}, "exp-7", {}})));
+  CHECK(decode_failure(encode(lost), "k").describe() == "machine 2 (hostC): launcher lost");
+  auto layout = std::get<Layout>(decode_layout(encode_layout(Layout{{2, 3, 1}, "exp-7", {}}), "k"));
   CHECK(layout.run_id == "exp-7");
   CHECK(layout.slots.empty());
-  auto elastic = std::get<Layout>(decode_layout(encode_layout(Layout{{1, 1}, "r", {1, 4}})));
+  auto elastic = std::get<Layout>(decode_layout(encode_layout(Layout{{1, 1}, "r", {1, 4}}), "k"));
   CHECK(elastic.slots == std::vector<int>{1, 4});
   CHECK(elastic.local_processes == std::vector<int>{1, 1});
   CHECK(layout.world_size() == 6);
   CHECK(layout.rank_offset(0) == 0);
   CHECK(layout.rank_offset(2) == 5);
-  auto problem = std::get<JoinProblem>(decode_layout(encode_layout(JoinProblem{1, "a\nb"})));
+  auto problem = std::get<JoinProblem>(decode_layout(encode_layout(JoinProblem{1, "a\nb"}), "k"));
   CHECK(problem.exit_code == 1);
   CHECK(problem.message == "a\nb");
-  CHECK_THROWS_AS(decode_join("machine=x"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_join("machine=x", "k"), MalformedRecord);
 }
 
 TEST_CASE("machine 0 lays out ranks by machine rank, whatever the arrival order", "[agent]") {

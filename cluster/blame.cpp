@@ -72,21 +72,15 @@ FailureRecord etcd_unreachable(int machine_rank, const std::string& host,
                            seconds(heartbeat_timeout), why));
 }
 
-FailureRecord rank_taken(int machine_rank, const std::string& host, long pid,
-                         const std::string& holder) {
-  return fatal(machine_rank, host, 2,
-               fmt::format("a second launcher (pid {}) also claims machine rank {} (already "
-                           "taken by {}); give each machine its own --machine_rank",
-                           pid, machine_rank, holder));
-}
-
-std::string encode_verdict(const std::optional<FailureRecord>& failure) {
-  return failure ? encode(*failure) : "ok";
-}
-
-std::optional<FailureRecord> decode_verdict(std::string_view verdict) {
-  if (verdict == "ok") return std::nullopt;
-  return decode_failure(verdict);
+JoinProblem late_duplicate(const JoinRecord& newcomer, const std::optional<JoinRecord>& holder,
+                           std::string_view run_id) {
+  return JoinProblem{
+      2, fmt::format("the job with run id '{}' already runs with machine rank {}{}; this launcher "
+                     "({}, pid {}) was not taken in, and the job goes on. Give each machine its "
+                     "own --machine_rank, or this job its own --rdzv_id",
+                     run_id, newcomer.machine_rank,
+                     holder ? fmt::format(" on {} (pid {})", holder->host, holder->pid) : "",
+                     newcomer.host, newcomer.pid)};
 }
 
 }  // namespace xlaunch::cluster

@@ -1,6 +1,6 @@
 // What a round's failure says when no worker is to blame (a launcher or the join backend
-// lost, a machine rank claimed twice), and the round's verdict. Both join backends publish
-// these, so that every launcher prints the same words. Pure (unit-tested).
+// lost, a machine rank claimed twice). Both join backends publish these, so that every
+// launcher prints the same words. Pure (unit-tested).
 #pragma once
 
 #include <chrono>
@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cluster/agent.hpp"
+#include "cluster/record_codec.hpp"
 
 namespace xlaunch::cluster {
 
@@ -35,13 +35,9 @@ FailureRecord store_unreachable(const std::string& machine0_host, const std::str
 FailureRecord etcd_unreachable(int machine_rank, const std::string& host,
                                const std::string& endpoints,
                                std::chrono::milliseconds heartbeat_timeout, const std::string& why);
-/// A second launcher (this one, pid `pid` on `host`) claims a machine rank `holder` has.
-FailureRecord rank_taken(int machine_rank, const std::string& host, long pid,
-                         const std::string& holder);
-
-/// The round's verdict value: "ok", or the first failure's record.
-std::string encode_verdict(const std::optional<FailureRecord>& failure);
-/// nullopt for "ok"; throws std::invalid_argument for a value that is neither.
-std::optional<FailureRecord> decode_verdict(std::string_view verdict);
+/// A launcher (`newcomer`) came after a fixed job formed, claiming the machine rank that
+/// `holder` has in it: it is refused (exit 2) and the job goes on.
+JoinProblem late_duplicate(const JoinRecord& newcomer, const std::optional<JoinRecord>& holder,
+                           std::string_view run_id);
 
 }  // namespace xlaunch::cluster

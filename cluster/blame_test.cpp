@@ -48,23 +48,24 @@ TEST_CASE("a lost backend and a rank claimed twice are not restartable", "[blame
   FailureRecord own = own_lease_expired(0, "hostA");
   CHECK_FALSE(own.restartable);
   CHECK_THAT(own.cause, Catch::StartsWith("this launcher's etcd lease expired"));
-  FailureRecord taken = rank_taken(1, "hostE", 77, "hostB");
-  CHECK(taken.exit_code == 2);  // a configuration error
-  CHECK_FALSE(taken.restartable);
-  CHECK(taken.describe() ==
-        "machine 1 (hostE): a second launcher (pid 77) also claims machine "
-        "rank 1 (already taken by hostB); give each machine its own "
-        "--machine_rank");
+  JoinRecord late{1, "hostE", 77, 2, "0.1.0", ""};
+  JoinRecord holder{1, "hostB", 12, 2, "0.1.0", ""};
+  JoinProblem refused = late_duplicate(late, holder, "exp-1");
+  CHECK(refused.exit_code == 2);  // a configuration error, for the newcomer only
+  CHECK(refused.message ==
+        "the job with run id 'exp-1' already runs with machine rank 1 on hostB (pid 12); this "
+        "launcher (hostE, pid 77) was not taken in, and the job goes on. Give each machine its "
+        "own --machine_rank, or this job its own --rdzv_id");
 }
 
 TEST_CASE("a verdict is 'ok' or the round's failure, and reads back", "[blame]") {
   CHECK(encode_verdict(std::nullopt) == "ok");
-  CHECK_FALSE(decode_verdict("ok"));
+  CHECK_FALSE(decode_verdict("ok", "k"));
   FailureRecord worker{1, "hostB", 5, 7, true, "exited with code 7"};
-  auto back = decode_verdict(encode_verdict(worker));
+  auto back = decode_verdict(encode_verdict(worker), "k");
   REQUIRE(back);
   CHECK(back->describe() == worker.describe());
   CHECK(back->exit_code == 7);
   CHECK(back->restartable);
-  CHECK_THROWS_AS(decode_verdict("neither"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_verdict("neither", "k"), MalformedRecord);
 }

@@ -126,9 +126,20 @@ std::optional<std::pair<int, Decision>> EtcdBackend::Impl::latest_layout(std::in
   for (const auto& kv : listed.kvs) keys.push_back(kv.key);
   auto r = latest_layout_round(o.run_id, keys);
   if (!r) return std::nullopt;
+  if (*r > o.max_restarts) {
+    throw MalformedRecord(
+        rkey(*r, "layout"),
+        fmt::format("round {} of a job with --max_restarts {}", *r, o.max_restarts));
+  }
   for (const auto& kv : listed.kvs)
-    if (kv.key == rkey(*r, "layout")) return std::pair{*r, decode_decision(kv.value)};
+    if (kv.key == rkey(*r, "layout")) return std::pair{*r, decision_at(kv.value, kv.key)};
   return std::nullopt;
+}
+
+Decision EtcdBackend::Impl::decision_at(std::string_view text, const std::string& k) const {
+  Decision d = decode_decision(text, k);
+  check_decision(d, o.elastic() ? 0 : o.num_machines, o.max_machines, k);
+  return d;
 }
 
 /// Adopts round r's decision; false when this launcher is not in it.
@@ -152,7 +163,7 @@ Membership EtcdBackend::Impl::membership(int r) const {
 FailureRecord EtcdBackend::Impl::report_failure(int round, const FailureRecord& record) {
   try {
     auto won = client.create(rkey(round, "failure"), cluster::encode(record));
-    return won.created ? record : decode_failure(won.existing->value);
+    return won.created ? record : failure_at(won.existing->value, rkey(round, "failure"));
   } catch (const std::exception&) {
     return record;  // etcd is gone: the keeper reports it
   }

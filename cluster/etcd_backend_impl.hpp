@@ -70,6 +70,12 @@ struct EtcdBackend::Impl {
   bool adopt(int r, const etcd::Decision& d);
   Membership membership(int r) const;
   FailureRecord report_failure(int round, const FailureRecord& record);
+  // The decision at `k`, checked against this job's number of machines (MalformedRecord).
+  etcd::Decision decision_at(std::string_view text, const std::string& k) const;
+  // What the failure (or verdict) at `k` says: its record, or the malformed record's failure.
+  FailureRecord failure_at(std::string_view text, const std::string& k) const {
+    return cluster::failure_at(text, k, o.run_id);
+  }
 
   // --- etcd_join.cpp -----------------------------------------------------------------------
   milliseconds grant_lease();

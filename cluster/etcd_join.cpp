@@ -23,10 +23,8 @@ auto EtcdBackend::Impl::joining(Step&& step) {
   } catch (const Error& e) {
     throw AgentError(
         fmt::format("lost etcd at {} while joining: {}", client.endpoints_text(), e.what()), 1);
-  } catch (const std::invalid_argument& e) {
-    throw AgentError(fmt::format("malformed xlaunch record in etcd under {} ({}); is another "
-                                 "program using run id '{}'?",
-                                 key(""), e.what(), o.run_id),
+  } catch (const std::invalid_argument& e) {  // MalformedRecord: what() names the key
+    throw AgentError(fmt::format("{}; is another program using run id '{}'?", e.what(), o.run_id),
                      1);
   }
 }
@@ -101,7 +99,7 @@ Membership EtcdBackend::Impl::fixed_join() {
 void EtcdBackend::Impl::clear_stale_job() {
   auto old = client.get(key("layout"));
   if (old.kvs.empty()) return;
-  Decision previous = decode_decision(old.kvs[0].value);
+  Decision previous = decision_at(old.kvs[0].value, key("layout"));
   if (first_alive(previous.leases, alive_leases())) {
     throw AgentError(fmt::format("a job with run id '{}' is already running through etcd at "
                                  "{} (rank 0 on {}); give this job its own --rdzv_id",
@@ -118,11 +116,11 @@ Decision EtcdBackend::Impl::decide_fixed(Steady::time_point deadline) {
   while (true) {
     if (auto f = fatal_now()) throw AgentError(fmt::format("cannot join: {}", f->cause), 1);
     auto layout = client.get(key("layout"));
-    if (!layout.kvs.empty()) return decode_decision(layout.kvs[0].value);
+    if (!layout.kvs.empty()) return decision_at(layout.kvs[0].value, key("layout"));
     std::vector<Member> members = decode_members(o.run_id, client.get_prefix(key("members/")).kvs);
     if (auto d = decide(members, o.num_machines, o.total_processes)) {
       auto won = client.create(key("layout"), encode(*d));
-      return won.created ? *d : decode_decision(won.existing->value);
+      return won.created ? *d : decision_at(won.existing->value, key("layout"));
     }
     if (Steady::now() >= deadline) {
       throw AgentError(too_few(members, o.num_machines, client.endpoints_text(), o.rdzv_timeout));
@@ -195,7 +193,7 @@ std::optional<Decision> EtcdBackend::Impl::decide_first_round(std::vector<Member
   members.resize(std::min(n, o.max_machines));
   Decision d = elastic_decision(members, members.front().job_run_id);
   auto won = client.create(rkey(0, "layout"), encode(d));
-  return won.created ? d : decode_decision(won.existing->value);
+  return won.created ? d : decision_at(won.existing->value, rkey(0, "layout"));
 }
 
 // Why the join ends at --rdzv_timeout: the running job did not take this launcher in, or

@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
+#include <set>
 
 #include "cluster/membership.hpp"
 #include "cluster/seconds.hpp"
+#include "config/schema.hpp"
 
 namespace xlaunch::cluster::etcd {
 
@@ -39,22 +42,20 @@ std::string encode_member(const JoinRecord& record, std::string_view job_run_id,
   return fmt::format("job_run_id={}\nstore_port={}\n{}", run, store_port, cluster::encode(record));
 }
 
-void decode_member(std::string_view text, Member& into) {
+void decode_member(std::string_view text, std::string_view key, Member& into) {
   auto line = [&](std::string_view head) {
     auto nl = text.find('\n');
     if (!text.starts_with(head) || nl == std::string_view::npos)
-      throw std::invalid_argument(fmt::format("a member record without its {} line", head));
+      throw MalformedRecord(key, fmt::format("no {} line", head));
     std::string_view value = text.substr(head.size(), nl - head.size());
     text.remove_prefix(nl + 1);
     return value;
   };
-  into.job_run_id = std::string(line("job_run_id="));
-  auto port = line("store_port=");
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), into.store_port);
-  if (ec != std::errc() || end != port.data() + port.size() || into.store_port < 0 ||
-      into.store_port > 65535)
-    throw std::invalid_argument("a member record with a bad store_port");
-  into.record = decode_join(text);
+  const std::string_view run = line("job_run_id=");
+  if (!config::is_valid_run_id(run)) throw MalformedRecord(key, "job_run_id is not a run id");
+  into.job_run_id = std::string(run);
+  into.store_port = static_cast<int>(decode_count(line("store_port="), 1, 65535, key));
+  into.record = decode_join(text, key);
 }
 
 std::vector<Member> decode_members(std::string_view run_id, const std::vector<KeyValue>& kvs) {
@@ -63,7 +64,7 @@ std::vector<Member> decode_members(std::string_view run_id, const std::vector<Ke
     auto lease = lease_of_member_key(run_id, kv.key);
     if (!lease) continue;
     Member m{*lease, kv.create_revision, {}, {}, 0};
-    decode_member(kv.value, m);
+    decode_member(kv.value, kv.key, m);
     out.push_back(std::move(m));
   }
   return out;
@@ -147,41 +148,52 @@ std::vector<std::string_view> words(std::string_view line) {
   return out;
 }
 
-std::string_view take_line(std::string_view& text, std::string_view head) {
+std::string_view take_line(std::string_view& text, std::string_view head, std::string_view key) {
   auto nl = text.find('\n');
-  if (nl == std::string_view::npos) throw std::invalid_argument("not an xlaunch etcd layout");
+  if (nl == std::string_view::npos) throw MalformedRecord(key, fmt::format("no '{}' line", head));
   std::string_view line = text.substr(0, nl);
   text.remove_prefix(nl + 1);
   if (line != head && !line.starts_with(std::string(head) + " "))
-    throw std::invalid_argument("not an xlaunch etcd layout");
+    throw MalformedRecord(key, fmt::format("no '{}' line", head));
   return line.substr(std::min(line.size(), head.size() + 1));
 }
 }  // namespace
 
-Decision decode_decision(std::string_view text) {
+Decision decode_decision(std::string_view text, std::string_view key) {
   Decision d;
-  for (auto word : words(take_line(text, "members"))) {
-    std::int64_t lease = 0;
-    auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), lease);
-    if (ec != std::errc() || end != word.data() + word.size() || lease <= 0)
-      throw std::invalid_argument("bad lease in an xlaunch etcd layout");
-    d.leases.push_back(lease);
+  std::set<std::int64_t> distinct;
+  for (auto word : words(take_line(text, "members", key))) {
+    if (d.leases.size() >= static_cast<std::size_t>(kMaxMachines))
+      throw MalformedRecord(key, "too many members");
+    d.leases.push_back(decode_count(word, 1, std::numeric_limits<std::int64_t>::max(), key));
+    if (!distinct.insert(d.leases.back()).second) throw MalformedRecord(key, "a lease given twice");
   }
-  for (auto word : words(take_line(text, "hosts"))) d.hosts.emplace_back(word);
-  for (auto word : words(take_line(text, "ports"))) {
-    int port = 0;
-    auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), port);
-    if (ec != std::errc() || end != word.data() + word.size() || port < 0 || port > 65535)
-      throw std::invalid_argument("bad port in an xlaunch etcd layout");
-    d.ports.push_back(port);
+  for (auto word : words(take_line(text, "hosts", key))) {
+    if (d.hosts.size() >= d.leases.size()) throw MalformedRecord(key, "more hosts than members");
+    d.hosts.push_back(decode_name(word, key));
   }
-  d.outcome = decode_layout(text);
+  for (auto word : words(take_line(text, "ports", key))) {
+    if (d.ports.size() >= d.leases.size()) throw MalformedRecord(key, "more ports than members");
+    d.ports.push_back(static_cast<int>(decode_count(word, 1, 65535, key)));
+  }
+  d.outcome = decode_layout(text, key);
   if (const auto* layout = std::get_if<Layout>(&d.outcome)) {
     if (layout->local_processes.size() != d.leases.size() || d.hosts.size() != d.leases.size() ||
         d.ports.size() != d.leases.size())
-      throw std::invalid_argument("an xlaunch etcd layout whose lists differ in length");
+      throw MalformedRecord(key, "lists of different lengths");
   }
   return d;
+}
+
+void check_decision(const Decision& decision, int num_machines, int max_machines,
+                    std::string_view key) {
+  const auto* layout = std::get_if<Layout>(&decision.outcome);
+  if (!layout) return;
+  const auto n = static_cast<int>(layout->local_processes.size());
+  if (num_machines > 0 ? n != num_machines : n > max_machines) {
+    throw MalformedRecord(key, fmt::format("a layout of {} machines for a job of {}", n,
+                                           num_machines > 0 ? num_machines : max_machines));
+  }
 }
 
 JoinProblem too_few(const std::vector<Member>& members, int num_machines,

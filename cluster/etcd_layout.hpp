@@ -29,6 +29,7 @@
 
 #include "cluster/agent.hpp"
 #include "cluster/etcd_codec.hpp"
+#include "cluster/record_codec.hpp"
 
 namespace xlaunch::cluster::etcd {
 
@@ -48,14 +49,15 @@ struct Member {
 
 /// A members/ value: "job_run_id=" and "store_port=" lines, then the JoinRecord.
 std::string encode_member(const JoinRecord& record, std::string_view job_run_id, int store_port);
-/// Fills record, job_run_id and store_port; throws std::invalid_argument when malformed.
-void decode_member(std::string_view text, Member& into);
+/// Fills record, job_run_id (a valid run id) and store_port (1..65535); throws
+/// MalformedRecord naming `key` when malformed (record_codec.hpp).
+void decode_member(std::string_view text, std::string_view key, Member& into);
 
 /// The lease a members/ key names; nullopt for a key that is not one.
 std::optional<std::int64_t> lease_of_member_key(std::string_view run_id, std::string_view key);
 
 /// The members/ entries among `kvs` (a listing of the job's keys), in listing order; other
-/// keys are skipped. Throws std::invalid_argument for a malformed member record.
+/// keys are skipped. Throws MalformedRecord for a malformed member record.
 std::vector<Member> decode_members(std::string_view run_id, const std::vector<KeyValue>& kvs);
 
 /// The job etcd agreed on: members' leases in rank order and the layout (or the problem
@@ -83,8 +85,14 @@ std::optional<std::int64_t> first_alive(const std::vector<std::int64_t>& leases,
                                         const std::set<std::int64_t>& alive);
 
 std::string encode(const Decision& decision);
-/// Throws std::invalid_argument for a value that is not a Decision.
-Decision decode_decision(std::string_view text);
+/// Throws MalformedRecord naming `key` for a value that is not a Decision: leases > 0 and
+/// distinct, hosts printable, ports 1..65535, a layout as decode_layout checks it, one lease,
+/// host and port per machine.
+Decision decode_decision(std::string_view text, std::string_view key);
+/// A decision's layout has the machines this job may have: exactly `num_machines` (fixed
+/// jobs), or 1..`max_machines` (elastic jobs, num_machines 0).
+void check_decision(const Decision& decision, int num_machines, int max_machines,
+                    std::string_view key);
 
 // --- elastic jobs (--nnodes MIN:MAX): one layout per round, round/<r>/layout -------------
 

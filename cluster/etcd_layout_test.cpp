@@ -50,16 +50,17 @@ TEST_CASE("etcd join: ranks follow arrival when no launcher gives one", "[etcd]"
 TEST_CASE("etcd member values carry the record and the launcher's run id", "[etcd]") {
   Member m = member(1, 1, 3, "hostA");
   Member back;
-  decode_member(encode_member(m.record, "20261123-abc", 41234), back);
+  decode_member(encode_member(m.record, "20261123-abc", 41234), "k", back);
   CHECK(back.job_run_id == "20261123-abc");
   CHECK(back.store_port == 41234);
-  CHECK_THROWS_AS(decode_member("job_run_id=x\nstore_port=70000\nmachine=0\n", back),
+  CHECK_THROWS_AS(decode_member("job_run_id=x\nstore_port=70000\nmachine=0\n", "k", back),
                   std::invalid_argument);
   CHECK(back.record.machine_rank == 3);
   CHECK(back.record.host == "hostA");
   CHECK(back.record.settings == m.record.settings);
-  CHECK_THROWS_AS(decode_member(xlaunch::cluster::encode(m.record), back), std::invalid_argument);
-  CHECK_THROWS_AS(decode_member("job_run_id=x", back), std::invalid_argument);
+  CHECK_THROWS_AS(decode_member(xlaunch::cluster::encode(m.record), "k", back),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(decode_member("job_run_id=x", "k", back), std::invalid_argument);
 }
 
 TEST_CASE("etcd join: the first arrivals form the job, later ones are left out", "[etcd]") {
@@ -100,29 +101,35 @@ TEST_CASE("etcd join: disagreeing settings are the job's problem", "[etcd]") {
 
 TEST_CASE("etcd layout values round-trip", "[etcd]") {
   auto d = *decide({member(11, 1, -1, "h a"), member(22, 2, -1, "b", 4)}, 2, std::nullopt);
-  auto back = decode_decision(encode(d));
+  std::get<Layout>(d.outcome).run_id = "run-ha";  // "run-h a" is not a run id: refused
+  auto back = decode_decision(encode(d), "k");
   CHECK(back.leases == d.leases);
   CHECK(back.hosts == std::vector<std::string>{"h_a", "b"});
   CHECK(back.ports == std::vector<int>{30011, 30022});
   CHECK(std::get<Layout>(back.outcome).local_processes == std::vector<int>{2, 4});
-  CHECK(std::get<Layout>(back.outcome).run_id == "run-h a");
+  CHECK(std::get<Layout>(back.outcome).run_id == "run-ha");
 
   Decision problem;
   problem.outcome = JoinProblem{2, "they disagree\n  on this"};
-  auto p = decode_decision(encode(problem));
+  auto p = decode_decision(encode(problem), "k");
   CHECK(p.leases.empty());
   CHECK(std::get<JoinProblem>(p.outcome).message == "they disagree\n  on this");
 }
 
 TEST_CASE("malformed etcd layout values are refused", "[etcd]") {
-  CHECK_THROWS_AS(decode_decision(""), std::invalid_argument);
-  CHECK_THROWS_AS(decode_decision("ok\n2"), std::invalid_argument);
-  CHECK_THROWS_AS(decode_decision("members x\nhosts a\nports 1\nok\n2"), std::invalid_argument);
-  CHECK_THROWS_AS(decode_decision("members 1 2\nhosts a\nports 1\nok\n2,2"), std::invalid_argument);
-  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nports 1\nok\n2,2"), std::invalid_argument);
-  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nports 1\nmaybe\n2"), std::invalid_argument);
-  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nports 99999\nok\n2"), std::invalid_argument);
-  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nok\n2"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("", "k"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("ok\n2", "k"), std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members x\nhosts a\nports 1\nok\n2", "k"),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1 2\nhosts a\nports 1\nok\n2,2", "k"),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nports 1\nok\n2,2", "k"),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nports 1\nmaybe\n2", "k"),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nports 99999\nok\n2", "k"),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(decode_decision("members 1\nhosts a\nok\n2", "k"), std::invalid_argument);
 }
 
 TEST_CASE("too few machines: the message names etcd, who joined and the timeout", "[etcd]") {
@@ -142,7 +149,7 @@ TEST_CASE("etcd elastic: a round's decision ranks its members in the order given
   CHECK(layout.local_processes == std::vector<int>{2, 3});
   CHECK(layout.run_id == "run-b");
   // The decision travels through etcd unchanged.
-  auto back = decode_decision(encode(d));
+  auto back = decode_decision(encode(d), "k");
   CHECK(back.leases == d.leases);
   CHECK(std::get<Layout>(back.outcome).local_processes == layout.local_processes);
 }

@@ -44,7 +44,7 @@ void EtcdBackend::Impl::keep_loop(milliseconds ttl) {
 void EtcdBackend::Impl::machine_lost(int r, int m) {
   if (!client.get(rkey(r, fmt::format("done/{}", m))).kvs.empty()) return;
   auto won = client.create(rkey(r, "failure"), cluster::encode(lost_record(m)));
-  notify(r, won.created ? lost_record(m) : decode_failure(won.existing->value));
+  notify(r, won.created ? lost_record(m) : failure_at(won.existing->value, rkey(r, "failure")));
 }
 
 void EtcdBackend::Impl::monitor_loop() {
@@ -66,8 +66,9 @@ void EtcdBackend::Impl::monitor_loop() {
       synced = false;  // the keeper decides when etcd counts as lost
       std::unique_lock lock(mu);
       wake.wait_for(lock, interval, [&] { return stopping.load(); });
-    } catch (const std::invalid_argument&) {
-      // A malformed failure record: not ours to act on.
+    } catch (const MalformedRecord& e) {
+      // Every launcher reads the same record: they all stop with the same words.
+      notify(round.load(), malformed_failure(e, o.run_id));
     }
   }
 }
@@ -77,7 +78,7 @@ void EtcdBackend::Impl::monitor_loop() {
 // missed; a new round re-reads. Returns the revision the watch starts from.
 std::int64_t EtcdBackend::Impl::resync(int r) {
   auto failure = client.get(rkey(r, "failure"));
-  if (!failure.kvs.empty()) notify(r, decode_failure(failure.kvs[0].value));
+  if (!failure.kvs.empty()) notify(r, failure_at(failure.kvs[0].value, rkey(r, "failure")));
   const Decision d = decision_now();
   auto present = list_members();
   std::set<std::int64_t> alive;
@@ -97,10 +98,10 @@ void EtcdBackend::Impl::on_event(const WatchEvent& e) {
     if (m && *l != lease) machine_lost(round.load(), *m);
   } else if (auto l = lease_of_member_key(o.run_id, e.kv.key); l && o.elastic()) {
     Member m{*l, e.kv.create_revision, {}, {}, 0};
-    decode_member(e.kv.value, m);
+    decode_member(e.kv.value, e.kv.key, m);
     newcomer(round.load(), m);
   } else if (e.kv.key == rkey(round.load(), "failure")) {
-    notify(round.load(), decode_failure(e.kv.value));
+    notify(round.load(), failure_at(e.kv.value, e.kv.key));
   }
 }
 
@@ -113,7 +114,7 @@ void EtcdBackend::Impl::newcomer(int r, const Member& m) {
   if (!admits_newcomer(n, 1, o.max_machines, r, o.max_restarts)) return;
   auto record = machine_joined(m.record, n);
   auto won = client.create(rkey(r, "failure"), cluster::encode(record));
-  notify(r, won.created ? record : decode_failure(won.existing->value));
+  notify(r, won.created ? record : failure_at(won.existing->value, rkey(r, "failure")));
 }
 
 void EtcdBackend::start_monitor(OnStop on_stop) {

@@ -85,7 +85,7 @@ Membership EtcdBackend::Impl::elastic_round(int r, const std::function<void()>& 
       auto layout = client.get(rkey(r, "layout"));
       revision = layout.revision;
       if (!layout.kvs.empty()) {
-        if (adopt(r, decode_decision(layout.kvs[0].value))) return membership(r);
+        if (adopt(r, decision_at(layout.kvs[0].value, rkey(r, "layout")))) return membership(r);
         throw AgentError(fmt::format("the elastic job re-formed without this launcher ({}, pid "
                                      "{}) in round {}",
                                      o.host, o.pid, r),
@@ -134,7 +134,7 @@ std::optional<Decision> EtcdBackend::Impl::decide_round(int r, const Decision& p
     Decision d = elastic_decision(chosen, prior ? prior->run_id : o.job_run_id);
     clear_store();  // before the layout: no worker of round r has started yet
     auto won = client.create(rkey(r, "layout"), encode(d));
-    return won.created ? d : decode_decision(won.existing->value);
+    return won.created ? d : decision_at(won.existing->value, rkey(r, "layout"));
   }
   if (Steady::now() >= deadline) {
     std::vector<JoinRecord> present;
@@ -184,11 +184,11 @@ std::optional<FailureRecord> EtcdBackend::finish_round(int round,
         verdict = won.created ? mine : won.existing->value;
       });
       if (f) return f;
-      if (verdict) return decode_verdict(*verdict);
+      if (verdict) return decode_verdict(*verdict, s.rkey(round, "verdict"));
       s.wait_change(revision, s.interval * 5);
     }
-  } catch (const std::invalid_argument&) {
-    return local;
+  } catch (const MalformedRecord& e) {
+    return malformed_failure(e, s.o.run_id);
   } catch (const Error& e) {
     return s.etcd_lost(e.what());
   }

@@ -51,6 +51,9 @@ struct AgentOptions {
   int max_machines = 0;
   int max_restarts = 0;  // elastic: a newcomer is taken in only while a restart is left
   std::string store_host = "127.0.0.1";  // the store's (or etcd's) address
+  /// Machine 0's store address as the other machines reach it (--main_process_ip), for the
+  /// words every launcher prints when it is lost; machine 0 itself connects to store_host.
+  std::string advertised_store_host = "127.0.0.1";
   std::uint16_t store_port = 0;
   std::string host;  // this machine's name, for messages
   long pid = 0;

@@ -4,6 +4,7 @@
 #include "cluster/store_backend.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "cluster/blame.hpp"
 #include "cluster/store_backend_impl.hpp"
@@ -73,13 +74,34 @@ std::optional<FailureRecord> StoreBackend::Impl::wait_key(const std::string& k) 
 }
 
 FailureRecord StoreBackend::Impl::report_failure(int round, const FailureRecord& record) {
+  const std::string k = rkey(round, "failure");
+  std::string won;
   try {
-    std::string won = with_client(
-        [&](StoreClient& c) { return c.compare_set(rkey(round, "failure"), "", encode(record)); });
-    return decode_failure(won);
+    won = with_client([&](StoreClient& c) { return c.compare_set(k, "", encode(record)); });
   } catch (const std::exception&) {
     return record;  // the store is gone; the monitor reports machine 0 as lost
   }
+  return read_failure(won, k);
+}
+
+void StoreBackend::Impl::beat(StoreClient& c) { c.set(my_hb_key(), std::to_string(++beats)); }
+
+std::optional<std::string> StoreBackend::Impl::read_beat(StoreClient& c, const std::string& k) {
+  if (!c.check({k})) return std::nullopt;
+  return c.get(k);
+}
+
+std::optional<MalformedRecord> StoreBackend::Impl::malformed_counter(const std::string& k) const {
+  try {
+    StoreClient c = connect(std::min(o.heartbeat_timeout, std::chrono::milliseconds(5000)));
+    if (c.check({k}))
+      decode_count(c.get(k), std::numeric_limits<std::int64_t>::min(),
+                   std::numeric_limits<std::int64_t>::max(), k);
+  } catch (const MalformedRecord& e) {
+    return e;
+  } catch (const StoreError&) {
+  }
+  return std::nullopt;
 }
 
 StoreBackend::StoreBackend(AgentOptions options)

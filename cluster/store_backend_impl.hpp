@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "cluster/record_codec.hpp"
 #include "cluster/store_backend.hpp"
 #include "rendezvous/store_client.hpp"
 
@@ -45,8 +46,9 @@ struct StoreBackend::Impl {
 
   // The layout this launcher runs (fixed jobs: the join's; elastic: the round's).
   Layout layout;
-  int slot = 0;   // this launcher's arrival slot
-  JoinRecord me;  // what it registered
+  int slot = 0;                        // this launcher's arrival slot
+  JoinRecord me;                       // what it registered
+  std::atomic<std::int64_t> beats{0};  // this launcher's heartbeats so far
   // Elastic jobs, the host's view (guarded by arr_mu): every record read (by arrival slot),
   // the newest slot read, launchers waiting to be taken in.
   std::mutex arr_mu;
@@ -75,6 +77,16 @@ struct StoreBackend::Impl {
   // Blocks until `k` exists or machine 0 counts as lost; nullopt means the key is there.
   std::optional<FailureRecord> wait_key(const std::string& k);
   FailureRecord report_failure(int round, const FailureRecord& record);
+  // A heartbeat: this launcher's own counter, written (not added to, so that a value another
+  // program left there cannot stop it). read_beat: the value, nullopt when absent.
+  void beat(StoreClient& c);
+  std::optional<std::string> read_beat(StoreClient& c, const std::string& k);
+  // The failure record at `k`; a malformed one stops the round with the same words everywhere.
+  FailureRecord read_failure(std::string_view text, const std::string& k) const {
+    return failure_at(text, k, o.run_id);
+  }
+  // Why adding to the counter `k` failed, when its value is not a number.
+  std::optional<MalformedRecord> malformed_counter(const std::string& k) const;
 
   // Runs `op` on the main client, reconnecting once after a broken connection (machine 0
   // empties the store between rounds, which closes parked waits).
@@ -95,10 +107,13 @@ struct StoreBackend::Impl {
   // --- store_join.cpp ----------------------------------------------------------------------
   void register_arrival();
   Membership fixed_join(Steady::time_point deadline);
+  // Both fill `arrivals` with the job's records and `keys` with where each was read.
   std::variant<Layout, JoinProblem> decide_job(Steady::time_point deadline,
-                                               std::vector<JoinRecord>& arrivals);
+                                               std::vector<JoinRecord>& arrivals,
+                                               std::vector<std::string>& keys);
   std::variant<Layout, JoinProblem> follow_job(Steady::time_point deadline,
-                                               std::vector<JoinRecord>& arrivals);
+                                               std::vector<JoinRecord>& arrivals,
+                                               std::vector<std::string>& keys);
   Membership elastic_join();
   Membership elastic_host_first_round(StoreClient& c);
   Membership elastic_wait_for_round(StoreClient& c, int from_round);

@@ -12,7 +12,6 @@
 
 namespace xlaunch::cluster {
 
-using config::parse_int;
 using launcher::say;
 using rendezvous::StoreError;
 using rendezvous::StoreTimeout;
@@ -41,12 +40,19 @@ Membership StoreBackend::join() {
 }
 
 void StoreBackend::Impl::register_arrival() {
+  const std::string counter = key("arrivals");
   try {
     client = connect(o.rdzv_timeout);
     me = o.record();
-    slot = static_cast<int>(client->add(key("arrivals"), 1));
+    const std::int64_t k = client->add(counter, 1);
+    slot = static_cast<int>(decode_count(std::to_string(k), 1, kMaxArrivals, counter));
     client->set(key(fmt::format("arrival/{}", slot)), encode(me));
+  } catch (const MalformedRecord& e) {
+    throw AgentError(malformed_failure(e, o.run_id).cause, 1);
   } catch (const StoreError& e) {
+    if (auto malformed = malformed_counter(counter)) {
+      throw AgentError(malformed_failure(*malformed, o.run_id).cause, 1);
+    }
     throw AgentError(
         fmt::format("{}: cannot reach machine 0's store at {}:{} within --rdzv_timeout "
                     "{:g}s: {}; check that machine 0's launcher runs, --main_process_ip/port, "
@@ -60,9 +66,14 @@ void StoreBackend::Impl::register_arrival() {
 Membership StoreBackend::Impl::fixed_join(Steady::time_point deadline) {
   std::variant<Layout, JoinProblem> decision;
   std::vector<JoinRecord> arrivals;
+  std::vector<std::string> keys;
   try {
-    decision =
-        o.machine_rank == 0 ? decide_job(deadline, arrivals) : follow_job(deadline, arrivals);
+    decision = o.machine_rank == 0 ? decide_job(deadline, arrivals, keys)
+                                   : follow_job(deadline, arrivals, keys);
+    if (const auto* problem = std::get_if<JoinProblem>(&decision)) throw AgentError(*problem);
+    layout = std::get<Layout>(decision);
+    check_fixed_layout(layout, o.num_machines, key("layout"));
+    hosts = hosts_by_rank(layout, arrivals, keys);
   } catch (const StoreTimeout&) {
     throw AgentError(fmt::format("{}: machine 0 did not announce the job within "
                                  "--rdzv_timeout {:g}s",
@@ -73,16 +84,11 @@ Membership StoreBackend::Impl::fixed_join(Steady::time_point deadline) {
         fmt::format("{}: lost machine 0's store at {}:{} while joining: {}",
                     machine_name(o.machine_rank), o.store_host, o.store_port, e.what()),
         1);
-  } catch (const std::invalid_argument& e) {
-    throw AgentError(fmt::format("{}: malformed join record in the store ({}); is "
-                                 "another program using run id {}?",
-                                 machine_name(o.machine_rank), e.what(), o.run_id),
+  } catch (const MalformedRecord& e) {
+    throw AgentError(fmt::format("{}: {}", machine_name(o.machine_rank),
+                                 malformed_failure(e, o.run_id).cause),
                      1);
   }
-  if (const auto* problem = std::get_if<JoinProblem>(&decision)) throw AgentError(*problem);
-  layout = std::get<Layout>(decision);
-  hosts.assign(o.num_machines, "?");
-  for (const JoinRecord& r : arrivals) hosts[r.machine_rank] = r.host;
   if (o.machine_rank < 0) {  // a launcher without a rank takes the one its arrival got
     if (slot > o.num_machines) {
       throw AgentError(fmt::format("the {}-machine job formed without this launcher: {} "
@@ -93,19 +99,25 @@ Membership StoreBackend::Impl::fixed_join(Steady::time_point deadline) {
     o.machine_rank = arrivals.at(slot - 1).machine_rank;
   }
   if (slot > o.num_machines) {
-    // The job formed without this launcher: its rank was taken by an earlier one.
-    FailureRecord won =
-        report_failure(0, rank_taken(o.machine_rank, o.host, o.pid, host_of(o.machine_rank)));
-    throw AgentError(fmt::format("job failed: {}", won.describe()), 2);
+    // The job formed without this launcher: an earlier one has its machine rank. Only this
+    // one stops; the running job goes on (as through etcd: a re-submitted step must not end
+    // it).
+    std::optional<JoinRecord> holder;
+    for (const JoinRecord& r : arrivals)
+      if (r.machine_rank == o.machine_rank) holder = r;
+    throw AgentError(late_duplicate(me, holder, o.run_id));
   }
   return Membership{layout, o.machine_rank};
 }
 
-// Machine 0: the first num_machines arrivals make the job, or the problem everyone prints.
-std::variant<Layout, JoinProblem> StoreBackend::Impl::decide_job(
-    Steady::time_point deadline, std::vector<JoinRecord>& arrivals) {
+// Machine 0: the first num_machines arrivals make the job, or the problem everyone prints
+// (a malformed arrival record too).
+std::variant<Layout, JoinProblem> StoreBackend::Impl::decide_job(Steady::time_point deadline,
+                                                                 std::vector<JoinRecord>& arrivals,
+                                                                 std::vector<std::string>& keys) {
   bool complete = true;
-  for (int k = 1; k <= o.num_machines; ++k) {
+  std::optional<JoinProblem> malformed;
+  for (int k = 1; k <= o.num_machines && !malformed; ++k) {
     const std::string k_key = key(fmt::format("arrival/{}", k));
     try {
       client->wait({k_key}, remaining(deadline));
@@ -113,19 +125,25 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::decide_job(
       complete = false;
       break;
     }
-    arrivals.push_back(decode_join(client->get(k_key)));
+    try {
+      arrivals.push_back(decode_join(client->get(k_key), k_key));
+      keys.push_back(k_key);
+    } catch (const MalformedRecord& e) {
+      malformed = JoinProblem{1, malformed_failure(e, o.run_id).cause};
+    }
   }
-  if (complete) assign_unclaimed_ranks(arrivals, o.num_machines);
-  auto decision = complete ? decide_layout(arrivals, o.num_machines, o.total_processes)
-                           : std::variant<Layout, JoinProblem>(
-                                 missing_machines(arrivals, o.num_machines, o.rdzv_timeout));
+  if (complete && !malformed) assign_unclaimed_ranks(arrivals, o.num_machines);
+  auto decision = malformed  ? std::variant<Layout, JoinProblem>(*malformed)
+                  : complete ? decide_layout(arrivals, o.num_machines, o.total_processes)
+                             : std::variant<Layout, JoinProblem>(
+                                   missing_machines(arrivals, o.num_machines, o.rdzv_timeout));
   // One job, one run id: machine 0's (the others' random ones are dropped).
   if (auto* decided = std::get_if<Layout>(&decision)) decided->run_id = o.job_run_id;
   client->set(key("layout"), encode_layout(decision));
   if (std::holds_alternative<JoinProblem>(decision)) {
     // This launcher exits now, and its store with it: let the others read why first.
     std::vector<std::string> acks;
-    const auto arrived = client->add(key("arrivals"), 0);
+    const auto arrived = std::clamp<std::int64_t>(client->add(key("arrivals"), 0), 0, kMaxArrivals);
     for (int k = 1; k <= arrived; ++k)
       if (k != slot) acks.push_back(key(fmt::format("layout_ack/{}", k)));
     try {
@@ -137,14 +155,17 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::decide_job(
 }
 
 // The others: machine 0's answer, and the records of the machines in the job.
-std::variant<Layout, JoinProblem> StoreBackend::Impl::follow_job(
-    Steady::time_point deadline, std::vector<JoinRecord>& arrivals) {
+std::variant<Layout, JoinProblem> StoreBackend::Impl::follow_job(Steady::time_point deadline,
+                                                                 std::vector<JoinRecord>& arrivals,
+                                                                 std::vector<std::string>& keys) {
   // Machine 0 answers at its own deadline; allow for the launchers' different start times.
+  const std::string layout_key = key("layout");
   auto decision =
-      decode_layout(client->get(key("layout"), remaining(deadline) + o.heartbeat_timeout));
+      decode_layout(client->get(layout_key, remaining(deadline) + o.heartbeat_timeout), layout_key);
   if (std::holds_alternative<Layout>(decision)) {
     for (int k = 1; k <= o.num_machines; ++k) {
-      arrivals.push_back(decode_join(client->get(key(fmt::format("arrival/{}", k)))));
+      keys.push_back(key(fmt::format("arrival/{}", k)));
+      arrivals.push_back(decode_join(client->get(keys.back()), keys.back()));
     }
     assign_unclaimed_ranks(arrivals, o.num_machines);  // as machine 0 did
   }
@@ -160,11 +181,8 @@ Membership StoreBackend::Impl::elastic_join() {
     throw AgentError(fmt::format("lost machine 0's store at {}:{} while joining: {}", o.store_host,
                                  o.store_port, e.what()),
                      1);
-  } catch (const std::invalid_argument& e) {
-    throw AgentError(fmt::format("malformed join record in the store ({}); is another "
-                                 "program using run id {}?",
-                                 e.what(), o.run_id),
-                     1);
+  } catch (const MalformedRecord& e) {
+    throw AgentError(malformed_failure(e, o.run_id).cause, 1);
   }
 }
 
@@ -216,27 +234,30 @@ Membership StoreBackend::Impl::elastic_wait_for_round(StoreClient& c, int from_r
   const auto deadline = Steady::now() + o.rdzv_timeout + o.last_call_timeout + o.heartbeat_timeout;
   int target = from_round;
   for (;;) {
-    c.add(my_hb_key(), 1);  // alive while waiting
+    beat(c);  // alive while waiting
     const std::string refused = key(fmt::format("refused/{}", slot));
     if (c.check({refused})) {
-      throw AgentError(fmt::format("the job refused this machine: {}", c.get(refused)), 2);
+      throw AgentError(
+          fmt::format("the job refused this machine: {}", decode_message(c.get(refused), refused)),
+          2);
     }
-    if (c.check({key("closed")})) {
+    if (const std::string closed = key("closed"); c.check({closed})) {
       throw AgentError(fmt::format("the job ended (exit code {}) before this machine was "
                                    "taken in",
-                                   c.get(key("closed"))),
+                                   decode_count(c.get(closed), 0, 255, closed)),
                        1);
     }
-    if (c.check({key("latest")})) {
-      int latest = 0;
-      if (parse_int(c.get(key("latest")), latest)) target = std::max(target, latest);
+    if (const std::string latest = key("latest"); c.check({latest})) {
+      target = std::max(target,
+                        static_cast<int>(decode_count(c.get(latest), 0, o.max_restarts, latest)));
     }
-    if (c.check({rkey(target, "layout")})) {
-      auto decision = decode_layout(c.get(rkey(target, "layout")));
+    if (const std::string round_layout = rkey(target, "layout"); c.check({round_layout})) {
+      auto decision = decode_layout(c.get(round_layout), round_layout);
       if (const auto* problem = std::get_if<JoinProblem>(&decision)) {
         c.set(key(fmt::format("layout_ack/{}", slot)), "1");
         throw AgentError(*problem);
       }
+      check_elastic_layout(std::get<Layout>(decision), o.max_machines, round_layout);
       if (auto m = find_me(c, std::get<Layout>(decision))) {
         round = target;
         m->round = target;

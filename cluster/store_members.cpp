@@ -10,22 +10,32 @@ namespace xlaunch::cluster {
 using StoreClient = rendezvous::StoreClient;
 
 // The host reads arrival records it has not seen; a newcomer that disagrees with the host
-// (settings, version) is refused at once instead of failing the running job later.
+// (settings, version) or whose record is malformed is refused at once instead of failing
+// the running job later.
 void StoreBackend::Impl::poll_arrivals(StoreClient& c) {
   std::lock_guard lock(arr_mu);
-  const auto n = c.add(key("arrivals"), 0);
+  const auto n = std::min<std::int64_t>(c.add(key("arrivals"), 0), kMaxArrivals);
   for (int k = known + 1; k <= n; ++k) {
     const std::string k_key = key(fmt::format("arrival/{}", k));
     if (!c.check({k_key})) break;  // counted, record not written yet
-    JoinRecord r = decode_join(c.get(k_key));
-    records[k] = r;
     known = k;
-    if (k == slot) continue;
-    auto check = elastic_layout({me, r}, {slot, k}, "");
-    if (auto* problem = std::get_if<JoinProblem>(&check)) {
-      c.set(key(fmt::format("refused/{}", k)), problem->message);
-    } else {
+    if (k == slot) {
+      records[k] = me;
+      continue;
+    }
+    std::string refusal;
+    try {
+      JoinRecord r = decode_join(c.get(k_key), k_key);
+      records[k] = r;
+      auto check = elastic_layout({me, r}, {slot, k}, "");
+      if (auto* problem = std::get_if<JoinProblem>(&check)) refusal = problem->message;
+    } catch (const MalformedRecord& e) {
+      refusal = e.what();
+    }
+    if (refusal.empty()) {
       waiting.push_back(k);
+    } else {
+      c.set(key(fmt::format("refused/{}", k)), refusal);
     }
   }
 }
@@ -62,7 +72,10 @@ std::optional<Membership> StoreBackend::Impl::find_me(StoreClient& c, const Layo
   auto it = std::find(l.slots.begin(), l.slots.end(), slot);
   if (it == l.slots.end()) return std::nullopt;
   std::vector<JoinRecord> recs;
-  for (int k : l.slots) recs.push_back(decode_join(c.get(key(fmt::format("arrival/{}", k)))));
+  for (int k : l.slots) {
+    const std::string k_key = key(fmt::format("arrival/{}", k));
+    recs.push_back(decode_join(c.get(k_key), k_key));
+  }
   const int rank = static_cast<int>(it - l.slots.begin());
   adopt(l, rank, recs);
   return Membership{layout, rank};

@@ -1,6 +1,9 @@
 // The store backend's monitor thread: this launcher's heartbeat, and the watch that stops a
 // round: a failure published anywhere; on the host, a launcher whose heartbeats stopped or
 // (elastic jobs) a newcomer worth re-forming for; elsewhere, machine 0's store lost.
+#include <map>
+#include <set>
+
 #include "cluster/blame.hpp"
 #include "cluster/heartbeat_watch.hpp"
 #include "cluster/membership.hpp"
@@ -22,6 +25,7 @@ class StoreBackend::Impl::Monitor {
     while (!s_.stopping) {
       const int r = s_.round.load();
       try {
+        note_pause(Steady::now());
         beat();
         int machines = 0;
         {
@@ -57,28 +61,69 @@ class StoreBackend::Impl::Monitor {
               std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - last_ok_),
           std::chrono::milliseconds(1)));
     }
-    c_->add(s_.my_hb_key(), 1);
+    s_.beat(*c_);
     last_ok_ = Steady::now();
   }
 
-  // The host: a launcher whose count stood still too long is lost, and blamed for round r.
+  // A gap between two turns of this loop: the launcher was stopped (SIGSTOP, a frozen VM) or
+  // starved. On the host, its store did not answer meanwhile either: heartbeats that stood
+  // still prove nothing (the watch starts again), and after a gap near --heartbeat_timeout
+  // the others may have given it up. What they saw last is kept to tell later.
+  void note_pause(Steady::time_point now) {
+    const auto gap = now - last_turn_;
+    last_turn_ = now;
+    if (!is_host_ || gap < s_.o.heartbeat_timeout / 2) return;
+    beats_.restart(now);
+    if (gap >= s_.o.heartbeat_timeout - 2 * s_.interval) {
+      given_up_ = true;
+      at_resume_.clear();
+      beat_since_.clear();
+    }
+  }
+
+  // The host: a launcher whose heartbeat stood still too long is lost, and blamed for round r;
+  // unless this host was away long enough to be given up, and nobody beat since it came back:
+  // then the others ended because of it, and it blames itself as they did.
   void check_heartbeats(int r, int machines) {
+    bool anyone_silent = false;
     for (int m = 1; m < machines; ++m) {
       {
         std::lock_guard lock(s_.mu);
         if (s_.lost.contains(m)) continue;
       }
       const std::string hb = s_.hb_key(m);
-      const std::int64_t count = c_->add(hb, 0);
-      if (!beats_.stalled(hb, count, Steady::now())) continue;
+      const std::string value = s_.read_beat(*c_, hb).value_or("");
+      if (given_up_) {
+        auto [at, fresh] = at_resume_.try_emplace(m, value);
+        if (!fresh && at->second != value) beat_since_.insert(m);
+        anyone_silent = anyone_silent || !beat_since_.contains(m);
+      }
+      if (!beats_.stalled(hb, value, Steady::now())) continue;
+      if (given_up_ && !beat_since_.contains(m)) return blame_self(r, machines);
       FailureRecord record = heartbeat_lost(m, s_.host_of(m), s_.o.heartbeat_timeout, s_.elastic());
       {
         std::lock_guard lock(s_.mu);
         s_.lost.insert(m);
       }
-      std::string won = c_->compare_set(s_.rkey(r, "failure"), "", encode(record));
-      notify(r, decode_failure(won));
+      const std::string failure = s_.rkey(r, "failure");
+      notify(r, s_.read_failure(c_->compare_set(failure, "", encode(record)), failure));
     }
+    if (given_up_ && !anyone_silent) given_up_ = false;  // every one beat again: all is well
+  }
+
+  // The host was given up (see check_heartbeats): the machines silent since it came back are
+  // lost, and the round's failure is the one they reported, machine 0's store unreachable.
+  void blame_self(int r, int machines) {
+    {
+      std::lock_guard lock(s_.mu);
+      for (int m = 1; m < machines; ++m)
+        if (!beat_since_.contains(m)) s_.lost.insert(m);
+    }
+    given_up_ = false;
+    const FailureRecord record = store_unreachable(s_.host_of(0), s_.o.advertised_store_host,
+                                                   s_.o.store_port, s_.o.heartbeat_timeout);
+    const std::string failure = s_.rkey(r, "failure");
+    notify(r, s_.read_failure(c_->compare_set(failure, "", encode(record)), failure));
   }
 
   // The host of an elastic job: a newcomer with room and a restart left stops round r.
@@ -93,17 +138,19 @@ class StoreBackend::Impl::Monitor {
       }
     }
     if (!newcomer) return;
-    std::string won =
-        c_->compare_set(s_.rkey(r, "failure"), "", encode(machine_joined(*newcomer, machines)));
-    notify(r, decode_failure(won));
+    const std::string failure = s_.rkey(r, "failure");
+    notify(r,
+           s_.read_failure(
+               c_->compare_set(failure, "", encode(machine_joined(*newcomer, machines))), failure));
   }
 
   // One interval: round r's failure, once, or a pause once it is reported.
   void wait_for_failure(int r) {
     if (reported_ != r) {
       try {
-        c_->wait({s_.rkey(r, "failure")}, s_.interval);
-        notify(r, decode_failure(c_->get(s_.rkey(r, "failure"))));
+        const std::string failure = s_.rkey(r, "failure");
+        c_->wait({failure}, s_.interval);
+        notify(r, s_.read_failure(c_->get(failure), failure));
       } catch (const StoreTimeout&) {
       }
       return;
@@ -135,8 +182,14 @@ class StoreBackend::Impl::Monitor {
   std::optional<rendezvous::StoreClient> c_;
   int reported_ = -1;
   Steady::time_point last_ok_ = Steady::now();
+  Steady::time_point last_turn_ = Steady::now();
   bool is_host_;
   HeartbeatWatch beats_;
+  // The host came back from a pause the others may have given it up for: the heartbeats it
+  // read first, and the machines that beat since.
+  bool given_up_ = false;
+  std::map<int, std::string> at_resume_;
+  std::set<int> beat_since_;
 };
 
 void StoreBackend::Impl::monitor_loop() { Monitor(*this).run(); }

@@ -25,8 +25,8 @@ Membership StoreBackend::begin_round(int round, const std::function<void()>& cle
       throw AgentError(fmt::format("lost machine 0's store at {}:{} between rounds: {}",
                                    s.o.store_host, s.o.store_port, e.what()),
                        1);
-    } catch (const std::invalid_argument& e) {
-      throw AgentError(fmt::format("malformed round record in the store ({})", e.what()), 1);
+    } catch (const MalformedRecord& e) {
+      throw AgentError(malformed_failure(e, s.o.run_id).cause, 1);
     }
   }
   s.round = round;
@@ -109,11 +109,13 @@ Membership StoreBackend::Impl::elastic_next_round(int r) {
                      lost_record->exit_code);
   }
   return with_client([&](StoreClient& c) {
-    auto decision = decode_layout(c.get(rkey(r, "layout")));
+    const std::string round_layout = rkey(r, "layout");
+    auto decision = decode_layout(c.get(round_layout), round_layout);
     if (const auto* problem = std::get_if<JoinProblem>(&decision)) {
       c.set(key(fmt::format("layout_ack/{}", slot)), "1");
       throw AgentError(*problem);
     }
+    check_elastic_layout(std::get<Layout>(decision), o.max_machines, round_layout);
     auto m = find_me(c, std::get<Layout>(decision));
     if (m) m->round = r;
     if (!m) {
@@ -136,8 +138,8 @@ std::optional<FailureRecord> StoreBackend::finish_round(int round,
       return 0;
     });
     return s.o.machine_rank == 0 ? s.host_verdict(round) : s.follower_verdict(round);
-  } catch (const std::invalid_argument&) {
-    return local;
+  } catch (const MalformedRecord& e) {
+    return malformed_failure(e, s.o.run_id);
   } catch (const StoreError& e) {
     if (s.o.machine_rank == 0) throw;
     return s.machine0_lost(e.what());
@@ -164,10 +166,11 @@ std::optional<FailureRecord> StoreBackend::Impl::host_verdict(int r) {
       }
     }
   }
+  const std::string failure_key = rkey(r, "failure");
   std::optional<FailureRecord> failure =
       with_client([&](StoreClient& c) -> std::optional<FailureRecord> {
-        if (!c.check({rkey(r, "failure")})) return std::nullopt;
-        return decode_failure(c.get(rkey(r, "failure")));
+        if (!c.check({failure_key})) return std::nullopt;
+        return read_failure(c.get(failure_key), failure_key);
       });
   watching_lost = false;
   with_client([&](StoreClient& c) {
@@ -193,13 +196,14 @@ std::optional<FailureRecord> StoreBackend::Impl::host_verdict(int r) {
 
 // The others: machine 0's verdict, acknowledged so that it may stop its store.
 std::optional<FailureRecord> StoreBackend::Impl::follower_verdict(int r) {
-  if (auto lost_record = wait_key(rkey(r, "verdict"))) return lost_record;
-  std::string verdict = with_client([&](StoreClient& c) { return c.get(rkey(r, "verdict")); });
+  const std::string verdict_key = rkey(r, "verdict");
+  if (auto lost_record = wait_key(verdict_key)) return lost_record;
+  std::string verdict = with_client([&](StoreClient& c) { return c.get(verdict_key); });
   with_client([&](StoreClient& c) {
     c.set(rkey(r, fmt::format("ack/{}", o.machine_rank)), "1");
     return 0;
   });
-  return decode_verdict(verdict);
+  return decode_verdict(verdict, verdict_key);
 }
 
 }  // namespace xlaunch::cluster

@@ -18,14 +18,34 @@ Getenv process_environment() {
   };
 }
 
+const std::vector<std::string_view>& worker_only_variables() {
+  static const std::vector<std::string_view> names = {"XLAUNCH_LOG_DIR", "XLAUNCH_DISTRIBUTED_TYPE",
+                                                      "XLAUNCH_MIXED_PRECISION"};
+  return names;
+}
+
 Settings settings_from_env(const Getenv& getenv, std::vector<std::string>* notices) {
   Settings out;
   std::vector<std::string> problems;
+  // A launch inside a worker of another xlaunch job (XLAUNCH_RUN_ID set) inherits the
+  // variables that job gave its workers: they describe that job, not this one.
+  const auto outer = getenv("XLAUNCH_RUN_ID");
+  const bool in_worker = outer && !outer->empty();
   for (const KeySpec& key : schema()) {
     const std::string name = env_var_name(key.name);
     const auto value = getenv(name);
     // `export XLAUNCH_GPU_IDS=` is the shell's way of switching a variable off.
     if (!value || value->empty()) continue;
+    if (in_worker && std::find(worker_only_variables().begin(), worker_only_variables().end(),
+                               name) != worker_only_variables().end()) {
+      if (notices != nullptr) {
+        notices->push_back(fmt::format(
+            "environment variable {} ignored: it describes the xlaunch job '{}' this launch "
+            "runs in (XLAUNCH_RUN_ID is set); give this launch its own with --{}",
+            name, printable(*outer), key.name));
+      }
+      continue;
+    }
     std::string notice;
     if (!key.parse(*value, out, notice)) {
       problems.push_back(fmt::format("environment variable {}: bad value '{}' (allowed: {})", name,

@@ -4,6 +4,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "config/settings.hpp"
 
@@ -16,7 +18,14 @@ using Getenv = std::function<std::optional<std::string>(const std::string&)>;
 /// The process environment (std::getenv).
 Getenv process_environment();
 
-/// Reads XLAUNCH_<KEY upper-cased> for every schema key. An empty variable counts as unset.
+/// The setting variables xlaunch also exports to its workers (launcher/worker_env.cpp). In a
+/// worker of an xlaunch job (XLAUNCH_RUN_ID set) they are that job's, so a nested launch does
+/// not read them as its own settings (docs/config.md, "Nested launches").
+const std::vector<std::string_view>& worker_only_variables();
+
+/// Reads XLAUNCH_<KEY upper-cased> for every schema key but, inside a worker of an xlaunch
+/// job, worker_only_variables() (a notice names each ignored). An empty variable counts as
+/// unset.
 /// Bad values are a UsageError listing each as
 /// "environment variable XLAUNCH_X: bad value 'y' (allowed: ...)". `notices` (optional)
 /// receives notices about accepted values.

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "config/atomic_write.hpp"
 #include "config/schema.hpp"
 #include "config/usage_error.hpp"
+#include "config/validate.hpp"
 
 namespace xlaunch::config {
 namespace {
@@ -24,15 +26,27 @@ bool needs_quotes(const std::string& text) {
 }  // namespace
 
 YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
+  // yaml-cpp reads a NUL byte as an escape and prints it raw: name where it is instead.
+  if (const auto nul = text.find('\0'); nul != std::string::npos) {
+    const auto line_start = text.rfind('\n', nul);
+    const auto line =
+        std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+    const auto column = nul - (line_start == std::string::npos ? 0 : line_start + 1);
+    throw UsageError(fmt::format("cannot read config file {}:\n{}:{}:{}: a NUL byte; a config "
+                                 "file is text",
+                                 origin, origin, line + 1, column + 1),
+                     "is this the right file? A config file is one 'key: value' per line; see "
+                     "docs/config.md");
+  }
   try {
     return YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     const std::string at =
         e.mark.is_null() ? origin
                          : fmt::format("{}:{}:{}", origin, e.mark.line + 1, e.mark.column + 1);
-    throw UsageError(
-        fmt::format("cannot read config file {}:\n{}: malformed YAML: {}", origin, at, e.msg),
-        "a config file is one 'key: value' per line; see docs/config.md");
+    throw UsageError(fmt::format("cannot read config file {}:\n{}: malformed YAML: {}", origin, at,
+                                 printable(e.msg)),
+                     "a config file is one 'key: value' per line; see docs/config.md");
   }
 }
 

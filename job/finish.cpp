@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/program.hpp"
@@ -74,13 +76,22 @@ int finish(const Job& job, RunFiles& files, const Outcome& outcome) {
   const RunSummary& summary = outcome.summary;
   hint_if_torch_missing(job, summary);
   if (summary.exit_code != exit_status::kSuccess) files.keep();
+  for (const LogCut& cut : summary.log_cuts) files.log(describe_log_cut(cut));
+  std::optional<std::string> no_summary;
   try {
     files.write_summary(summary_json(summary));
   } catch (const std::exception& e) {
+    no_summary = e.what();
     say("xlaunch: warning: could not write summary.json: {}\n", e.what());
+    files.log(fmt::format("could not write summary.json: {}", e.what()));
   }
   files.log(fmt::format("exit code {}", summary.exit_code));
-  if (files.keeps_output()) {  // the run's picture, beside its logs
+  if (files.keeps_output() && no_summary) {
+    // The report is drawn from summary.json: say why it is missing, not "not a run folder".
+    say("xlaunch: warning: no report.html: it is drawn from summary.json, which could not be "
+        "written ({})\n",
+        *no_summary);
+  } else if (files.keeps_output()) {  // the run's picture, beside its logs
     try {
       say("xlaunch: report: {}\n", report::write_run_report(files.run_dir()));
     } catch (const std::exception& e) {

@@ -39,6 +39,7 @@ AgentOptions agent_options(const Job& job) {
     o.store_host = plan.bind_host;
   }
   o.store_port = plan.master_port;
+  o.advertised_store_host = plan.master_addr;
   o.host = job.host;
   o.pid = static_cast<long>(::getpid());
   o.local_processes = plan.local_world_size;

@@ -190,6 +190,14 @@ void set_diagnosis(LaunchPlan& plan, const config::Settings& s) {
     throw UsageError(fmt::format("--stall_timeout must be 0 (off) to {:.0f} seconds (got {})",
                                  config::kMaxSeconds, stall));
   }
+  // Measured in whole milliseconds: a smaller positive value would become 0, which is "off".
+  if (stall > 0 && stall < 0.001) {
+    throw UsageError(
+        fmt::format("--stall_timeout {:g} is below 0.001 seconds, the shortest "
+                    "stall xlaunch measures; use 0 to turn stall detection off, or "
+                    "a timeout of at least 0.001",
+                    stall));
+  }
   plan.stall_timeout = std::chrono::milliseconds(static_cast<long long>(stall * 1000));
   plan.stop_on_stall = s.on_stall.value_or("continue") == "stop";
   plan.python_stacks = s.python_stacks.value_or(true);

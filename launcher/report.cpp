@@ -102,6 +102,13 @@ std::string worker_json(const WorkerOutcome& w) {
 
 }  // namespace
 
+std::string describe_log_cut(const LogCut& cut) {
+  return fmt::format(
+      "rank {}'s log {} stops at byte {}: {}; the rest of its output reached the "
+      "console only",
+      cut.rank, cut.path, cut.bytes, cut.error);
+}
+
 std::string summary_json(const RunSummary& s) {
   std::string out = "{\n";
   out += fmt::format("  \"run_id\": {},\n  \"host\": {},\n  \"world_size\": {},\n",
@@ -118,6 +125,15 @@ std::string summary_json(const RunSummary& s) {
     const WorkerOutcome& w = s.not_started[i];
     out += fmt::format("{}{{\"rank\": {}, \"local_rank\": {}, \"attempt\": {}}}", i ? ", " : "",
                        w.rank, w.local_rank, w.attempt);
+  }
+  out += "],\n";
+  out += "  \"log_cuts\": [";
+  for (std::size_t i = 0; i < s.log_cuts.size(); ++i) {
+    const LogCut& c = s.log_cuts[i];
+    out += fmt::format(
+        "{}{{\"rank\": {}, \"attempt\": {}, \"log\": {}, \"stops_at_byte\": {}, "
+        "\"error\": {}}}",
+        i ? ", " : "", c.rank, c.attempt, json_quote(c.path), c.bytes, json_quote(c.error));
   }
   out += "],\n";
   if (s.root_cause) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,19 @@ struct RootCause {
   std::optional<std::string> error_file_text;  // its content, if the worker wrote it
 };
 
+/// A rank's log file that stops short: a write failed (a full disk), and the rest of the
+/// rank's output reached the console only.
+struct LogCut {
+  int rank = 0;
+  int attempt = 0;
+  std::string path;
+  std::uint64_t bytes = 0;  // what the file holds: where it stops
+  std::string error;        // "No space left on device"
+};
+/// "rank 3's log /logs/r/attempt_0/rank_3/stdout.log stops at byte 65536: No space left on
+/// device; the rest of its output reached the console only"
+std::string describe_log_cut(const LogCut& cut);
+
 struct RunSummary {
   std::string run_id;
   std::string host;
@@ -44,6 +58,7 @@ struct RunSummary {
   std::vector<WorkerOutcome> not_started;
   std::optional<RootCause> root_cause;
   std::optional<std::string> stall_json;  // the last stall report, as a JSON object
+  std::vector<LogCut> log_cuts;           // rank logs cut short, in the order noticed
 };
 
 /// 0 for success, the exit code, or 128 + signal.

@@ -15,6 +15,7 @@
 
 #include "config/atomic_write.hpp"
 #include "config/text.hpp"
+#include "config/validate.hpp"
 #include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/launch_error.hpp"
@@ -42,10 +43,30 @@ bool make_dir(const std::string& dir) {
                     exit_status::kFailure);
 }
 
+// The run folder without --log_dir, in TMPDIR. A TMPDIR that is missing or not writable (a
+// job script's, a cleaned-up node's) falls back to /tmp rather than failing the launch;
+// `note` then says so.
+std::string make_temp_run_dir(const std::string& run_id, std::optional<std::string>& note) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string name = "xlaunch-" + run_id + "-XXXXXX";
+  std::string pattern = (fs::path(tmp && *tmp ? tmp : "/tmp") / name).string();
+  if (::mkdtemp(pattern.data()) != nullptr) return pattern;
+  if (!tmp || !*tmp) throw cannot_create(pattern, errno, "set TMPDIR to a writable folder");
+  const int error = errno;
+  std::string fallback = (fs::path("/tmp") / name).string();
+  if (::mkdtemp(fallback.data()) == nullptr) {
+    throw cannot_create(pattern, error, "set TMPDIR to a writable folder");
+  }
+  note = fmt::format("TMPDIR={}: cannot create a folder there ({}); this run's logs go to {}",
+                     config::printable(tmp), std::strerror(error), fallback);
+  return fallback;
+}
+
 }  // namespace
 
 RunFiles::RunFiles(const std::string& run_id, const std::optional<std::string>& log_dir) {
   std::optional<std::string> taken;
+  std::optional<std::string> temp_note;
   if (log_dir) {
     keep_output_ = true;
     std::error_code ec;
@@ -69,13 +90,11 @@ RunFiles::RunFiles(const std::string& run_id, const std::optional<std::string>& 
     std::string path = run_dir_ + "/xlaunch.log";
     log_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   } else {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern =
-        (fs::path(tmp && *tmp ? tmp : "/tmp") / ("xlaunch-" + run_id + "-XXXXXX")).string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw cannot_create(pattern, errno, "set TMPDIR to a writable folder");
-    }
-    run_dir_ = pattern;
+    run_dir_ = make_temp_run_dir(run_id, temp_note);
+  }
+  if (temp_note) {
+    say("xlaunch: note: {}\n", *temp_note);
+    log(*temp_note);
   }
   if (taken) {
     const std::string note =

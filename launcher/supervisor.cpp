@@ -71,6 +71,8 @@ void Supervisor::Impl::record_attempt(RunSummary& summary, int attempt) {
     files.log(fmt::format("could not write activity.csv: {}", e.what()));
   }
   summary.stall_json = monitor->stall_json();
+  summary.log_cuts.insert(summary.log_cuts.end(), log_cuts.begin(), log_cuts.end());
+  log_cuts.clear();
   for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
     const WorkerOutcome& outcome = workers[local_rank].outcome;
     if (outcome.pid != 0 || outcome.end) {

@@ -35,6 +35,8 @@ struct Supervisor::Impl {
     std::vector<char> buffer;
     LineSplitter splitter;
     int log_fd = -1;
+    std::string log_path;
+    std::uint64_t logged = 0;  // bytes written to the log file
     ConsoleStream console = ConsoleStream::out;
     bool shown = true;
     bool is_stderr = false;
@@ -81,6 +83,7 @@ struct Supervisor::Impl {
   bool console_armed[2] = {false, false};
 
   std::vector<Worker> workers;
+  std::vector<LogCut> log_cuts;  // this attempt's rank logs that stop short
   std::unordered_map<long, std::size_t> by_pid;
   int unfinished = 0;     // workers started and not finished
   bool spawning = false;  // the attempt cannot end before every worker was started
@@ -126,6 +129,7 @@ struct Supervisor::Impl {
 
   void read_more(Worker& worker, Stream& stream);
   void on_bytes(Worker& worker, Stream& stream, std::string_view bytes);
+  void log_bytes(Worker& worker, Stream& stream, std::string_view bytes);
   void on_piece(Worker& worker, Stream& stream, std::string_view text, char terminator);
   // After a read's pieces: their count to the activity, their lines to the console.
   void end_batch(Worker& worker, Stream& stream);

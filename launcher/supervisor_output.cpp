@@ -1,5 +1,9 @@
 // One attempt's output: each worker's pipes, cut into lines for its log file and the console.
 #include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "launcher/supervisor_impl.hpp"
 
@@ -26,10 +30,30 @@ void Supervisor::Impl::read_more(Worker& worker, Stream& stream) {
       });
 }
 
+// A failed write (a full disk, a file size limit) stops the rank's log where it is, and says
+// so once: on the console now, in xlaunch.log and summary.json at the end (job/finish.cpp). The
+// output still reaches the console; a later write might land after a gap, so none is tried.
+void Supervisor::Impl::log_bytes(Worker& worker, Stream& stream, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(stream.log_fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const LogCut cut{worker.outcome.rank, attempt, stream.log_path, stream.logged,
+                       n < 0 ? std::strerror(errno) : "nothing written"};
+      say("xlaunch: warning: {}\n", describe_log_cut(cut));
+      log_cuts.push_back(cut);  // xlaunch.log gets it at the end, when there may be room again
+      close_fd(stream.log_fd);
+      return;
+    }
+    stream.logged += static_cast<std::uint64_t>(n);
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
 // Per read, not per line: a chatty rank writes millions of short lines, and anything done
 // for each (a clock read, a lock, a system call) is what slows it down.
 void Supervisor::Impl::on_bytes(Worker& worker, Stream& stream, std::string_view bytes) {
-  if (stream.log_fd >= 0) write_all(stream.log_fd, bytes);
+  if (stream.log_fd >= 0) log_bytes(worker, stream, bytes);
   batch_time = Clock::now();
   batch_lines = 0;
   console_batch.clear();
@@ -106,7 +130,9 @@ void Supervisor::Impl::open_stream(Stream& stream, int rank_index, const std::st
   const bool rank_shown = !plan.console_ranks || plan.console_ranks->contains(rank_index);
   const auto& streams = plan.console_streams[rank_index];
   stream.shown = rank_shown && (is_stderr ? streams.stderr_shown : streams.stdout_shown);
+  stream.log_path = fmt::format("{}/{}", rank_dir, is_stderr ? "stderr.log" : "stdout.log");
   stream.log_fd = files.open_stream_log(rank_dir, is_stderr ? "stderr.log" : "stdout.log");
+  stream.logged = 0;
   stream.buffer.resize(kReadChunk);
   stream.pipe = std::make_unique<asio::posix::stream_descriptor>(io, pipe.read_fd);
   pipe.read_fd = -1;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "gpu/gpu_summary.hpp"
+#include "report/picture_bounds.hpp"
 
 namespace xlaunch::report {
 namespace {
@@ -63,7 +64,7 @@ Scale time_scale(const RunPicture& p) {
     see(s.start_ms);
     if (s.end_ms) see(*s.end_ms);
   }
-  for (const auto& a : p.activity) see(a.unix_second * 1000 + 1000);
+  for (const auto& a : p.activity) see((a.unix_second + a.seconds) * 1000);
   for (const auto& g : p.gpu) see(g.unix_ms);
   for (const auto& w : p.stalls) {
     see(w.start_ms);
@@ -106,6 +107,8 @@ std::string axis(const Scale& sc, double height) {
       break;
     }
   }
+  // Past ten days: whole days, still about ten ticks (a tampered run may span millennia).
+  if (span_s / step > 10) step = (span_s / 10 / 86400 + 1) * 86400;
   std::string out = "<g class=\"axis\">";
   for (std::int64_t t = 0; t * 1000 <= sc.t1 - sc.t0; t += step) {
     const double x = sc.x(sc.t0 + t * 1000);
@@ -148,7 +151,7 @@ std::string rank_lane(const RunPicture& p, const Scale& sc, int rank, double y,
   for (const ActivityPoint& a : p.activity) {
     if (a.rank != rank || a.lines == 0) continue;
     // A second's bar stays within the attempt's bar: its first and last second are partial.
-    std::int64_t from = a.unix_second * 1000, to = from + 1000;
+    std::int64_t from = a.unix_second * 1000, to = from + a.seconds * 1000;
     for (const RankSpan& s : p.spans) {
       if (s.rank != rank || s.attempt != a.attempt) continue;
       from = std::clamp(from, s.start_ms, std::max(s.start_ms, s.end_ms.value_or(to)));
@@ -166,8 +169,8 @@ std::string rank_lane(const RunPicture& p, const Scale& sc, int rank, double y,
   return out + ends + "</g>\n";
 }
 
-std::string gpu_lane(const std::vector<gpu::GpuSample>& samples,
-                     const gpu::GpuStats& stats, const Scale& sc, double y) {
+std::string gpu_lane(const std::vector<gpu::GpuSample>& samples, const gpu::GpuStats& stats,
+                     const Scale& sc, double y) {
   std::string out = fmt::format(
       "<g class=\"lane gpu-lane\" data-gpu=\"{0}\"><rect class=\"lane-bg\" x=\"{1}\" "
       "y=\"{2:.1f}\" width=\"{3}\" height=\"{4}\"/><text x=\"8\" y=\"{5:.1f}\">GPU {0}</text>"
@@ -239,6 +242,7 @@ struct Lanes {
   double ranks_bottom = 0;
   double gpus_top = 0;
   double height = 0;
+  std::size_t hidden = 0;  // lanes past kMaxLanes, not drawn
 };
 
 Lanes lanes_of(const RunPicture& p) {
@@ -249,6 +253,15 @@ Lanes lanes_of(const RunPicture& p) {
     if (std::find(l.gpus.begin(), l.gpus.end(), g.gpu) == l.gpus.end()) l.gpus.push_back(g.gpu);
   }
   std::sort(l.gpus.begin(), l.gpus.end());
+  // At most kMaxLanes of each: the page says how many more there were.
+  while (l.ranks.size() > kMaxLanes) {
+    l.ranks.erase(std::prev(l.ranks.end()));
+    ++l.hidden;
+  }
+  if (l.gpus.size() > kMaxLanes) {
+    l.hidden += l.gpus.size() - kMaxLanes;
+    l.gpus.resize(kMaxLanes);
+  }
   l.ranks_bottom = l.ranks_top + static_cast<double>(l.ranks.size()) * kRankLane;
   l.gpus_top = l.ranks_bottom + (l.gpus.empty() ? 0 : kGap);
   l.height = l.gpus_top + static_cast<double>(l.gpus.size()) * kGpuLane + 24;
@@ -299,15 +312,20 @@ std::string timeline_svg(const RunPicture& p, const Scale& sc, const Lanes& l,
       "aria-label=\"timeline of run {2}\">\n",
       kLabelWidth + kPlotWidth + 110, l.height, html_escape(p.run_id));
   svg += axis(sc, l.height - 20);
+  // Each lane reads only its rank's spans and bars: linear in the number of ranks.
+  std::map<int, RunPicture> by_rank;
+  for (const RankSpan& s : p.spans) by_rank[s.rank].spans.push_back(s);
+  for (const ActivityPoint& a : p.activity) by_rank[a.rank].activity.push_back(a);
   double y = l.ranks_top;
   for (int rank : l.ranks) {
-    svg += rank_lane(p, sc, rank, y, max_lines);
+    svg += rank_lane(by_rank[rank], sc, rank, y, max_lines);
     y += kRankLane;
   }
   svg += restart_marks(p, sc, l);
   svg += stall_windows(p, sc, l);
   y = l.gpus_top;
   for (const gpu::GpuStats& stats : use.gpus) {
+    if (std::find(l.gpus.begin(), l.gpus.end(), stats.gpu) == l.gpus.end()) continue;
     svg += gpu_lane(p.gpu, stats, sc, y);
     y += kGpuLane;
   }
@@ -326,10 +344,14 @@ constexpr std::string_view kLegend =
 
 }  // namespace
 
-std::string render_report_html(const RunPicture& p) {
+std::string render_report_html(const RunPicture& run) {
+  // What is drawn is bounded (picture_bounds.hpp); the GPU figures come from every sample.
+  RunPicture p = run;
+  p.activity = bin_activity(run.activity, kMaxLanePoints);
+  p.gpu = bin_gpu(run.gpu, kMaxLanePoints);
   const Scale sc = time_scale(p);
   const Lanes lanes = lanes_of(p);
-  const gpu::GpuUse use = gpu::summarize_gpu_use(p.gpu, lanes.gpus, {});
+  const gpu::GpuUse use = gpu::summarize_gpu_use(run.gpu, lanes.gpus, {});
 
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   html += fmt::format("<title>xlaunch run {}</title><style>{}</style></head><body>\n",
@@ -343,6 +365,12 @@ std::string render_report_html(const RunPicture& p) {
       p.interrupted_by ? " (interrupted by " + html_escape(*p.interrupted_by) + ")" : "");
   if (p.root_cause) {
     html += fmt::format("<p class=\"cause\">root cause: {}</p>\n", html_escape(*p.root_cause));
+  }
+  if (lanes.hidden > 0) {
+    html += fmt::format(
+        "<p class=\"warn\">{} more lane(s) not drawn: the page shows the first "
+        "{} ranks and GPUs</p>\n",
+        lanes.hidden, kMaxLanes);
   }
   for (const std::string& w : use.warnings) {
     html += fmt::format("<p class=\"warn\">warning: {}</p>\n", html_escape(w));

@@ -37,6 +37,7 @@ struct ActivityPoint {
   int rank = 0;
   std::int64_t unix_second = 0;
   unsigned lines = 0;
+  std::int64_t seconds = 1;  // the span it covers: more than 1 once binned (picture_bounds)
 };
 
 /// A stretch of time the job made no progress (summary.json's `stall`, when present).

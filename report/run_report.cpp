@@ -4,25 +4,41 @@
 
 #include "config/atomic_write.hpp"
 #include "config/usage_error.hpp"
-#include "launcher/run_files.hpp"
 #include "report/report_html.hpp"
+#include "report/run_file.hpp"
 #include "report/run_picture.hpp"
 
 namespace xlaunch::report {
 
-std::string write_run_report(const std::string& run_dir, const std::string& output) {
-  const std::string summary_path = run_dir + "/summary.json";
-  const auto summary = launcher::read_file(summary_path);
-  if (!summary) {
+namespace {
+
+// One of the run folder's files, or a UsageError that says why it cannot be read.
+std::string read_or_explain(const std::string& path, std::size_t max_bytes, bool required) {
+  RunFile file = read_run_file(path, max_bytes);
+  if (file.status == RunFile::Status::Ok) return std::move(file.text);
+  if (file.status == RunFile::Status::Problem) {
+    throw UsageError(fmt::format("cannot read {}: {}", path, file.problem),
+                     "check the run folder's permissions and files; xlaunch launch writes "
+                     "them as regular files");
+  }
+  if (required) {
     throw UsageError(
-        fmt::format("cannot read {}: not a run folder, or the run has not ended", summary_path),
+        fmt::format("cannot read {}: not a run folder, or the run has not ended", path),
         "give the folder of one run, LOG_DIR/RUN_ID, from a launch with --log_dir");
   }
+  return {};
+}
+
+}  // namespace
+
+std::string write_run_report(const std::string& run_dir, const std::string& output) {
+  const std::string summary_path = run_dir + "/summary.json";
+  const std::string summary = read_or_explain(summary_path, kMaxSummaryBytes, true);
   RunPicture picture;
   try {
     picture =
-        parse_run_picture(*summary, launcher::read_file(run_dir + "/activity.csv").value_or(""),
-                          launcher::read_file(run_dir + "/gpu.csv").value_or(""));
+        parse_run_picture(summary, read_or_explain(run_dir + "/activity.csv", kMaxCsvBytes, false),
+                          read_or_explain(run_dir + "/gpu.csv", kMaxCsvBytes, false));
   } catch (const PictureError& e) {
     throw UsageError(fmt::format("{}: {}", summary_path, e.what()),
                      "the file was changed or cut off; it is written by xlaunch launch");

@@ -1,0 +1,45 @@
+"""A launch inside a worker of another xlaunch job takes its settings from its own flags, not
+from the variables the outer job gave its workers (docs/config.md, "Nested launches")."""
+import json
+import sys
+
+from launch_helpers import launch
+
+OUTER = r'''
+import os, subprocess, sys
+out = os.environ["OUT_DIR"]
+with open(f"{out}/outer.json", "w") as f:
+    f.write(os.environ["XLAUNCH_LOG_DIR"])
+inner = [os.environ["NESTED_BIN"], "launch", "--python", sys.executable, "--num_processes", "2",
+         os.environ["INNER_SCRIPT"]]
+sys.exit(subprocess.run(inner).returncode)
+'''
+
+INNER = r'''
+import json, os
+keys = ("RANK", "WORLD_SIZE", "XLAUNCH_LOG_DIR", "XLAUNCH_DISTRIBUTED_TYPE", "XLAUNCH_RUN_ID")
+with open(f"{os.environ['OUT_DIR']}/inner_{os.environ['RANK']}.json", "w") as f:
+    json.dump({k: os.environ.get(k) for k in keys}, f)
+'''
+
+
+def test_a_nested_launch_ignores_the_outer_jobs_worker_variables(xlaunch_bin, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "outer.py").write_text(OUTER)
+    (tmp_path / "inner.py").write_text(INNER)
+    # One outer process: its worker sees XLAUNCH_DISTRIBUTED_TYPE=NO, which refused the inner
+    # launch's 2 processes, and XLAUNCH_LOG_DIR, which put the inner run into the outer's.
+    r = launch(xlaunch_bin, ["--num_processes", "1", "--log_dir", str(tmp_path / "logs"),
+                             str(tmp_path / "outer.py")],
+               env={"OUT_DIR": str(out), "NESTED_BIN": xlaunch_bin,
+                    "INNER_SCRIPT": str(tmp_path / "inner.py")})
+    assert r.returncode == 0, r.stderr
+    assert "environment variable XLAUNCH_DISTRIBUTED_TYPE ignored" in r.stderr, r.stderr
+    outer_dir = (out / "outer.json").read_text()
+    inner = [json.loads((out / f"inner_{k}.json").read_text()) for k in (0, 1)]
+    assert all(i["WORLD_SIZE"] == "2" for i in inner), inner
+    assert all(i["XLAUNCH_DISTRIBUTED_TYPE"] != "NO" for i in inner), inner
+    inner_dir = inner[0]["XLAUNCH_LOG_DIR"]
+    assert inner_dir != outer_dir and not inner_dir.startswith(outer_dir + "/"), (inner_dir,
+                                                                                 outer_dir)

@@ -1,0 +1,54 @@
+"""Small ways a launch or a report went wrong on input it should handle (issue 19, item 11):
+each says what happened instead of failing or misleading."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from launch_helpers import launch
+
+
+def test_a_missing_tmpdir_falls_back_to_tmp(xlaunch_bin, tmp_path):
+    missing = tmp_path / "gone"
+    (tmp_path / "w.py").write_text("print('ran')\n")
+    r = launch(xlaunch_bin, ["--num_processes", "1", str(tmp_path / "w.py")],
+               env={"TMPDIR": str(missing)})
+    assert r.returncode == 0, r.stderr
+    assert f"xlaunch: note: TMPDIR={missing}: cannot create a folder there (No such file or " \
+           "directory); this run's logs go to /tmp/xlaunch-" in r.stderr, r.stderr
+    assert "ran" in r.stdout
+
+
+def test_a_stall_timeout_too_short_to_measure_is_refused(xlaunch_bin, tmp_path):
+    # 1e-9 s became 0 ms, which turned detection off without a word.
+    (tmp_path / "w.py").write_text("pass\n")
+    r = launch(xlaunch_bin, ["--stall_timeout", "1e-9", str(tmp_path / "w.py")])
+    assert r.returncode == 2, r.stderr
+    assert "--stall_timeout 1e-09 is below 0.001 seconds" in r.stderr, r.stderr
+
+
+def test_an_unreadable_run_folder_is_permission_denied_not_not_a_run_folder(xlaunch_bin,
+                                                                           tmp_path):
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.fail("this test reads a folder as another user: run it as root, with setpriv")
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    (run / "summary.json").write_text("{}")
+    os.chmod(tmp_path, 0o755)
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        xlaunch_bin, "report", str(run)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert f"cannot read {run}/summary.json: Permission denied" in r.stderr, r.stderr
+    assert "not a run folder" not in r.stderr
+
+
+def test_a_nul_byte_in_a_config_file_is_named_not_printed(xlaunch_bin, tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_bytes(b"num_processes: 2\x00\n")
+    r = subprocess.run([xlaunch_bin, "config", "show", "--config_file", str(config)],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert b"\x00" not in r.stderr
+    assert f"{config}:1:17: a NUL byte; a config file is text".encode() in r.stderr, r.stderr
