@@ -53,9 +53,11 @@ class StallMonitor {
   /// store may move between rounds); a rank dialing elsewhere is reported.
   void begin_attempt(const std::string& store_addr, std::uint16_t store_port);
   void on_start(int local_rank, int rank, long pid);
-  /// One line of output, read at `when`. Called per line of a chatty rank: no clock read,
-  /// no allocation once the rank's last-line buffer has grown.
-  void on_output(int local_rank, std::string_view line, std::chrono::system_clock::time_point when);
+  /// One read of a rank's output, at `when`: `lines` lines, the last non-empty one
+  /// `last_line` (empty if none was). Called per read, not per line: a chatty rank writes
+  /// millions of lines, and this is on the path that drains its pipe.
+  void on_output(int local_rank, std::uint64_t lines, std::string_view last_line,
+                 std::chrono::system_clock::time_point when);
   void on_end(int local_rank, std::string description);
   /// Cancels its timers and waits so that the attempt's loop can end.
   void end_attempt();

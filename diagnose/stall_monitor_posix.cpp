@@ -153,13 +153,13 @@ void StallMonitor::on_start(int local_rank, int rank, long pid) {
   r.alive = true;
 }
 
-void StallMonitor::on_output(int local_rank, std::string_view line,
+void StallMonitor::on_output(int local_rank, std::uint64_t lines, std::string_view last_line,
                              std::chrono::system_clock::time_point when) {
   Impl::RankInfo& r = impl_->ranks[local_rank];
-  ++r.lines;
-  if (line.empty()) return;
+  r.lines += lines;
+  if (last_line.empty()) return;
   if (!r.last_line) r.last_line.emplace();
-  r.last_line->assign(line.substr(0, 300));
+  r.last_line->assign(last_line.substr(0, 300));
   r.last_output = when;
 }
 

@@ -102,6 +102,9 @@ struct Supervisor::Impl {
   diagnose::OutputActivity activity;  // lines per rank per second, for the run's picture
   Clock::time_point batch_time;       // when the output being split was read
   std::uint64_t batch_lines = 0;      // pieces it held
+  std::string_view batch_bytes;       // the read being split (pieces inside it stay valid)
+  std::string_view batch_last_line;   // its last non-empty piece, for the stall monitor
+  std::string batch_last_copy;        // that piece, when the splitter's own buffer held it
 
   Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g);
   ~Impl();
@@ -132,6 +135,7 @@ struct Supervisor::Impl {
   void log_bytes(Worker& worker, Stream& stream, std::string_view bytes);
   void on_piece(Worker& worker, Stream& stream, std::string_view text, char terminator);
   // After a read's pieces: their count to the activity, their lines to the console.
+  void start_batch(std::string_view bytes);
   void end_batch(Worker& worker, Stream& stream);
   // Waits for the console to take more while it has a backlog; never blocks the loop.
   void arm_console();

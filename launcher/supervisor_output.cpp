@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 
 #include "launcher/supervisor_impl.hpp"
 
@@ -54,17 +55,27 @@ void Supervisor::Impl::log_bytes(Worker& worker, Stream& stream, std::string_vie
 // for each (a clock read, a lock, a system call) is what slows it down.
 void Supervisor::Impl::on_bytes(Worker& worker, Stream& stream, std::string_view bytes) {
   if (stream.log_fd >= 0) log_bytes(worker, stream, bytes);
-  batch_time = Clock::now();
-  batch_lines = 0;
-  console_batch.clear();
+  start_batch(bytes);
   stream.splitter.feed(bytes, [&](std::string_view text, char terminator) {
     on_piece(worker, stream, text, terminator);
   });
   end_batch(worker, stream);
 }
 
+void Supervisor::Impl::start_batch(std::string_view bytes) {
+  batch_time = Clock::now();
+  batch_lines = 0;
+  batch_bytes = bytes;
+  batch_last_line = {};
+  console_batch.clear();
+}
+
 void Supervisor::Impl::end_batch(Worker& worker, Stream& stream) {
-  if (batch_lines > 0) activity.note(attempt, worker.outcome.rank, batch_time, batch_lines);
+  if (batch_lines > 0) {
+    activity.note(attempt, worker.outcome.rank, batch_time, batch_lines);
+    if (monitor)
+      monitor->on_output(worker.outcome.local_rank, batch_lines, batch_last_line, batch_time);
+  }
   // One queueing of the read's lines, then one write of what the console takes now.
   if (!console_batch.empty()) console_worker_text(stream.console, console_batch);
   console_flush_now();
@@ -74,8 +85,21 @@ void Supervisor::Impl::end_batch(Worker& worker, Stream& stream) {
 void Supervisor::Impl::on_piece(Worker& worker, Stream& stream, std::string_view text,
                                 char terminator) {
   if (text.empty() && terminator == '\r') return;  // tqdm starts each redraw with '\r'
-  if (monitor) monitor->on_output(worker.outcome.local_rank, text, batch_time);
   ++batch_lines;
+  if (!text.empty()) {
+    // A piece that is not a view of the read (a line that spanned reads) lives in the
+    // splitter's buffer, which the next piece overwrites: keep a copy.
+    const std::less_equal<const char*> before_or_at;
+    const bool in_read =
+        !batch_bytes.empty() && before_or_at(batch_bytes.data(), text.data()) &&
+        before_or_at(text.data() + text.size(), batch_bytes.data() + batch_bytes.size());
+    if (in_read) {
+      batch_last_line = text;
+    } else {
+      batch_last_copy.assign(text.substr(0, 300));
+      batch_last_line = batch_last_copy;
+    }
+  }
   if (stream.is_stderr && !text.empty()) {
     worker.stderr_tail.emplace_back(text);
     if (worker.stderr_tail.size() > kStderrTailLines) worker.stderr_tail.pop_front();
@@ -110,9 +134,7 @@ void Supervisor::Impl::arm_console() {
 
 void Supervisor::Impl::close_stream(Worker& worker, Stream& stream) {
   if (!stream.pipe) return;
-  batch_time = Clock::now();
-  batch_lines = 0;
-  console_batch.clear();
+  start_batch({});
   stream.splitter.flush(
       [&](std::string_view text, char terminator) { on_piece(worker, stream, text, terminator); });
   // A progress bar's last redraw stays on screen, and the next line starts below it.
