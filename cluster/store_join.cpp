@@ -85,9 +85,9 @@ Membership StoreBackend::Impl::fixed_join(Steady::time_point deadline) {
                     machine_name(o.machine_rank), o.store_host, o.store_port, e.what()),
         1);
   } catch (const MalformedRecord& e) {
-    throw AgentError(fmt::format("{}: {}", machine_name(o.machine_rank),
-                                 malformed_failure(e, o.run_id).cause),
-                     1);
+    throw AgentError(
+        fmt::format("{}: {}", machine_name(o.machine_rank), malformed_failure(e, o.run_id).cause),
+        1);
   }
   if (o.machine_rank < 0) {  // a launcher without a rank takes the one its arrival got
     if (slot > o.num_machines) {

@@ -13,10 +13,10 @@
 #include "cluster/join_backend.hpp"
 #include "config/join_settings.hpp"
 #include "config/settings.hpp"
+#include "gpu/nvml.hpp"
 #include "job/launch.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/launch_plan.hpp"
-#include "gpu/nvml.hpp"
 #include "launcher/process.hpp"
 #include "rendezvous/store_server.hpp"
 

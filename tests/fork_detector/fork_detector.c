@@ -75,7 +75,8 @@ static void emit(struct line* l) {
 /* Threads of this process: entries of /proc/self/task, read with raw system calls. */
 static int count_threads(void) {
   const int saved = errno;
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd =
+      (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return 1;
   int count = 0;
   char buffer[4096] __attribute__((aligned(8)));
@@ -118,8 +119,8 @@ __attribute__((constructor)) static void start(void) {
     if (strncmp(*e, "FORK_DETECTOR_LOG=", 18) == 0) path = *e + 18;
   }
   if (path != NULL) {
-    log_fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-                          0644);
+    log_fd =
+        (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   }
   pthread_atfork(before_fork, NULL, in_child);
   struct line l = {.size = 0};
