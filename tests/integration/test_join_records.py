@@ -6,7 +6,6 @@ plays the hostile (or careless) program that writes into the job's keys.
 """
 import json
 import os
-import random
 import signal
 import socket
 import struct
@@ -17,6 +16,7 @@ import time
 import pytest
 
 from launch_helpers import merged_env, wait_for_files, wait_until_gone
+from machine_fixtures import free_port
 from store_helpers import serve
 
 RUN_ID = "recs"
@@ -30,18 +30,6 @@ with open(f"{out}/rank_{os.environ['RANK']}.json", "w") as f:
 while not os.path.exists(f"{out}/go"):
     time.sleep(0.1)
 '''
-
-
-def free_port():
-    for _ in range(1000):
-        port = random.randrange(20000, 32000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 20000-32000")
 
 
 class RawStore:
