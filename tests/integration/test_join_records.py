@@ -4,19 +4,16 @@ a late duplicate launcher is refused alone; machines agree on blame after a paus
 Launchers act as machines on 127.0.0.1, each in its own session; a torch 1.13 TCPStore client
 plays the hostile (or careless) program that writes into the job's keys.
 """
-import json
 import os
 import signal
 import socket
 import struct
-import subprocess
-import sys
 import time
 
 import pytest
 
-from launch_helpers import merged_env, wait_for_files, wait_until_gone
-from machine_fixtures import free_port
+from launch_helpers import wait_for_files
+import machine_fixtures
 from store_helpers import serve
 
 RUN_ID = "recs"
@@ -66,42 +63,24 @@ class RawStore:
         return struct.unpack("<q", self._recv(8))[0]
 
 
-class Machines:
-    def __init__(self, xlaunch_bin, tmp_path, port=None):
-        self.bin = xlaunch_bin
-        self.port = port or free_port()
-        self.out = tmp_path / "out"
-        self.out.mkdir()
-        self.worker = tmp_path / "worker.py"
+class Machines(machine_fixtures.Machines):
+    """The shared launchers-as-machines, with this file's worker (it waits for OUT_DIR/go),
+    one run id, and a clean-up that lets the workers end first."""
+
+    def __init__(self, xlaunch_bin, tmp_path):
+        super().__init__(xlaunch_bin, tmp_path)
         self.worker.write_text(WORKER)
-        self.procs = []
 
     def start(self, rank, n=2, args=()):
-        cmd = [self.bin, "launch", "--python", sys.executable, "--num_machines", str(n),
-               "--machine_rank", str(rank), "--main_process_ip", "127.0.0.1",
-               "--main_process_port", str(self.port), "--rdzv_id", RUN_ID, *args,
-               str(self.worker)]
-        p = subprocess.Popen(cmd, env=merged_env({"OUT_DIR": str(self.out)}),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
-        self.procs.append(p)
-        return p
+        return super().start(rank, n, args=["--rdzv_id", RUN_ID, *args])
 
     def finish(self, p, timeout=90):
-        out, err = p.communicate(timeout=timeout)
-        return p.returncode, err
+        rc, _, err = super().finish(p, timeout)
+        return rc, err
 
     def cleanup(self):
         (self.out / "go").touch()
-        for p in self.procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            p.communicate()
-        pids = [json.loads(f.read_text())["pid"] for f in self.out.glob("rank_*.json")]
-        assert wait_until_gone(pids) == [], "workers outlived their launchers"
+        super().cleanup()
 
 
 @pytest.fixture
