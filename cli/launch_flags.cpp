@@ -138,6 +138,10 @@ const KeyFlag kKeyFlags[] = {
      "Python workers dump their stacks on request and on a crash; false turns it off "
      "(default: true)",
      kSupervision, "BOOL"},
+    {"preload", "--preload",
+     "Import these Python modules (comma-separated, e.g. torch) once in a template process and "
+     "fork every Python rank from it, instead of each rank importing them (default: off)",
+     kLaunch, "MODULES"},
 };
 
 // torchrun's flags that change nothing under xlaunch, with why (also in docs/launch.md).

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "config/accelerate_keys.hpp"
+#include "config/module_list.hpp"
 #include "config/schema_table.hpp"
 #include "config/text.hpp"
 #include "config/torchrun_values.hpp"
@@ -260,6 +261,11 @@ void add_diagnosis_keys(std::vector<KeySpec>& keys) {
                           }));
   keys.push_back(bool_key("python_stacks", &Settings::python_stacks,
                           "let xlaunch dump Python workers' stacks (faulthandler)"));
+  keys.push_back(text_key("preload", &Settings::preload, ValueKind::Text,
+                          "comma-separated Python module names such as torch,numpy",
+                          "import these once in a template process on each machine and fork "
+                          "every Python rank from it (empty: off)",
+                          normalize_module_list));
 }
 
 }  // namespace

@@ -72,6 +72,7 @@ Settings merge(const Settings& low, const Settings& high) {
   take(out.stall_timeout, high.stall_timeout);
   take(out.on_stall, high.on_stall);
   take(out.python_stacks, high.python_stacks);
+  take(out.preload, high.preload);
   return out;
 }
 

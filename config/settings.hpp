@@ -72,6 +72,8 @@ struct Settings {
   std::optional<double> stall_timeout;  // seconds; 0 turns detection off
   std::optional<std::string> on_stall;  // "continue" or "stop"
   std::optional<bool> python_stacks;    // ship the faulthandler sitecustomize to Python workers
+  // Time to first step (docs/launch.md).
+  std::optional<std::string> preload;  // "torch,numpy": modules a template imports once
 };
 
 /// Field by field, `high` wins where it says something; otherwise `low` is kept.

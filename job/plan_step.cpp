@@ -71,6 +71,7 @@ void plan_job(Job& job) {
   std::random_device entropy;
   job.plan = make_plan(job.settings, std::move(argv), visible, make_run_id(Clock::now(), entropy()),
                        job.request.sources);
+  job.plan.python_program = runs_under_python(job.request.program);
   job.plan.ignored_stop_signals = ignored_stop_signals();  // before any handler is installed
   plan_join(job);
   check_machines(job.plan, job.settings);

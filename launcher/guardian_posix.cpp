@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "launcher/containment_posix.hpp"
+#include "launcher/preload_template.hpp"
 #include "launcher/process.hpp"
 #include "launcher/spawner.hpp"
 
@@ -264,7 +265,8 @@ void GroupGuardian::kill_descendants() {
   // Orphans adopted by this subreaper (process groups: escaped descendants of a worker
   // that ended; cgroup: already killed).
   for (long child : list_children()) {
-    if (child != pid_ && child != spawner_pid()) ::kill(static_cast<pid_t>(child), SIGKILL);
+    const bool helper = child == pid_ || child == spawner_pid() || child == preload_template_pid();
+    if (!helper) ::kill(static_cast<pid_t>(child), SIGKILL);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <thread>
 
+#include "config/module_list.hpp"
 #include "config/schema.hpp"
 #include "config/torchrun_values.hpp"
 #include "config/usage_error.hpp"
@@ -201,6 +202,7 @@ void set_diagnosis(LaunchPlan& plan, const config::Settings& s) {
   plan.stall_timeout = std::chrono::milliseconds(static_cast<long long>(stall * 1000));
   plan.stop_on_stall = s.on_stall.value_or("continue") == "stop";
   plan.python_stacks = s.python_stacks.value_or(true);
+  plan.preload = config::module_names(s.preload.value_or(""));
 }
 
 void set_forwarded_signals(LaunchPlan& plan, const config::Settings& s) {

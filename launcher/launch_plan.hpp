@@ -17,6 +17,7 @@ namespace xlaunch::launcher {
 
 struct LaunchPlan {
   std::vector<std::string> argv;  // what every worker runs
+  bool python_program = false;    // a .py file or -m module, run as [python, -u, ...]
   int local_world_size = 1;       // workers on this machine
   int world_size = 1;             // workers in the job
   int num_machines = 1;
@@ -48,6 +49,8 @@ struct LaunchPlan {
   std::chrono::milliseconds stall_timeout{300'000};  // 0: no stall detection
   bool stop_on_stall = false;
   bool python_stacks = true;
+  // Modules a template process imports once, forking each Python rank from it (docs/launch.md).
+  std::vector<std::string> preload;
 };
 
 /// Where each setting came from, by config key (config::sources): "the command line",

@@ -21,6 +21,9 @@ struct SpawnSpec {
   /// Write end of a close-on-exec pipe: the child writes a StartFailure (spawn_protocol.hpp)
   /// there when it cannot run the program; end of file on the read end means it runs.
   int status_fd = -1;
+  /// False: the process stays out of the run's cgroup (the preloading template, which
+  /// outlives attempts; each rank it forks joins the cgroup itself).
+  bool in_run_cgroup = true;
 };
 
 /// Starts a worker through the run's spawner (spawner.hpp): in its own process group (so a

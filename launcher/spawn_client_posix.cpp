@@ -45,8 +45,10 @@ bool wait_ready(int fd, short events, long deadline_ms) {
   }
 }
 
-bool send_request(int socket, std::string_view frame, const int* fds, int fd_count,
-                  long deadline_ms) {
+}  // namespace
+
+bool send_spawn_request(int socket, std::string_view frame, const int* fds, int fd_count,
+                        long deadline_ms) {
   // The header carries the descriptors; the body follows as the spawner reads it.
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxRequestFds)] = {};
   iovec part{const_cast<char*>(frame.data()), kSpawnHeaderSize};
@@ -76,7 +78,7 @@ bool send_request(int socket, std::string_view frame, const int* fds, int fd_cou
   return true;
 }
 
-std::optional<SpawnReply> receive_reply(int socket, long deadline_ms) {
+std::optional<SpawnReply> receive_spawn_reply(int socket, long deadline_ms) {
   char bytes[kSpawnReplySize];
   std::size_t have = 0;
   while (have < sizeof bytes) {
@@ -88,6 +90,8 @@ std::optional<SpawnReply> receive_reply(int socket, long deadline_ms) {
   }
   return decode_spawn_reply({bytes, sizeof bytes});
 }
+
+namespace {
 
 // Kills and reaps the spawner unless something reaped it already (then its pid may belong
 // to another process now: no signal).
@@ -147,14 +151,14 @@ long spawn_worker(const SpawnSpec& spec) {
   }
   const WorkerPlacement& place = worker_placement();
   const bool in_namespace = place.pid_namespace >= 0;
-  const std::string frame =
-      encode_spawn_request({spec.argv, spec.envp, place.cgroup_procs, in_namespace});
+  const std::string frame = encode_spawn_request(
+      {spec.argv, spec.envp, spec.in_run_cgroup ? place.cgroup_procs : "", in_namespace});
   const int fds[kMaxRequestFds] = {spec.stdout_fd, spec.stderr_fd, spec.status_fd,
                                    place.pid_namespace};
   const long deadline = monotonic_ms() + kAnswerMs;
   std::optional<SpawnReply> reply;
-  if (send_request(running.fd, frame, fds, kRequestFds + (in_namespace ? 1 : 0), deadline)) {
-    reply = receive_reply(running.fd, deadline);
+  if (send_spawn_request(running.fd, frame, fds, kRequestFds + (in_namespace ? 1 : 0), deadline)) {
+    reply = receive_spawn_reply(running.fd, deadline);
   }
   if (!reply) {
     // Silent, gone or garbled: it serves no one else in this run.

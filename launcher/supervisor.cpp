@@ -35,6 +35,7 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
   if (!s.monitor->socket_path().empty()) {
     s.guardian.remove_if_killed(s.monitor->socket_path(), GroupGuardian::Leftover::file);
   }
+  s.start_preload();
   RunSummary summary;
   summary.run_id = s.plan.run_id;
   summary.host = s.host;

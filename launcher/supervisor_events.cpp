@@ -187,6 +187,7 @@ void Supervisor::Impl::run_attempt(int attempt) {
   watch_stop_signals();
   watch_other_signals();
   spawning = true;
+  await_preload();
   for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
     // A signal or a failure that arrives while workers start stops the start-up.
     io.poll();

@@ -22,6 +22,7 @@
 #include "diagnose/stall_monitor.hpp"
 #include "launcher/console.hpp"
 #include "launcher/line_splitter.hpp"
+#include "launcher/preload_template.hpp"
 #include "launcher/supervisor.hpp"
 
 namespace xlaunch::launcher {
@@ -105,6 +106,8 @@ struct Supervisor::Impl {
   std::string_view batch_bytes;       // the read being split (pieces inside it stay valid)
   std::string_view batch_last_line;   // its last non-empty piece, for the stall monitor
   std::string batch_last_copy;        // that piece, when the splitter's own buffer held it
+  std::unique_ptr<PreloadTemplate> preload;  // --preload's template, for the whole run
+  bool preload_ready = false;                // it answered that it can fork ranks
 
   Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g);
   ~Impl();
@@ -142,6 +145,15 @@ struct Supervisor::Impl {
   void close_stream(Worker& worker, Stream& stream);
   void open_stream(Stream& stream, int rank_index, const std::string& rank_dir, bool is_stderr,
                    Pipe& pipe);
+
+  // --- the preloading template (supervisor_preload.cpp) -----------------------------
+
+  // Starts --preload's template, whose imports then overlap the rendezvous.
+  void start_preload();
+  // Before an attempt's ranks start: waits (on the loop) for the template's answer.
+  void await_preload();
+  // The rank's process: forked from the template when it is ready, else by the spawner.
+  long spawn_rank(const SpawnSpec& spec);
 
   // --- starting workers (supervisor_start.cpp) -------------------------------------
 

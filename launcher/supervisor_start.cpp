@@ -67,8 +67,8 @@ void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank)
   ++unfinished;
   worker.outcome.start = Clock::now();
   try {
-    worker.outcome.pid = spawn_worker(
-        SpawnSpec{plan.argv, to_envp(env), out.write_fd, err.write_fd, status.write_fd});
+    worker.outcome.pid =
+        spawn_rank(SpawnSpec{plan.argv, to_envp(env), out.write_fd, err.write_fd, status.write_fd});
     close_fd(status.write_fd);  // from now on only the child holds it
     guardian.watch(worker.outcome.pid);
     worker.running = true;

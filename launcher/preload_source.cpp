@@ -1,0 +1,356 @@
+// The preloading template's Python source: run with `python -u -c`, it imports the modules,
+// checks that forking from it is safe, and forks a rank per request (docs/launch.md,
+// "Preloading"; preload_template_posix.cpp is the launcher's side). It speaks the spawner's
+// protocol (spawn_protocol.hpp): the same requests, descriptors and answers.
+#include "launcher/preload_plan.hpp"
+
+namespace xlaunch::launcher {
+
+std::string_view preload_template_source() {
+  return R"PY(# xlaunch preload template (docs/launch.md, "Preloading"): imports the modules named in its
+# first argument once, then forks each Python rank of this machine when the launcher asks.
+def _xlaunch_template():
+    import os
+    import struct
+    import sys
+    import types
+
+    # Started with -S: the site-packages folders, but not sitecustomize and usercustomize,
+    # which each rank runs with its own environment, as its own interpreter would.
+    for name in ("sitecustomize", "usercustomize"):
+        sys.modules[name] = types.ModuleType(name)
+    import site
+
+    site.main()
+    for name in ("sitecustomize", "usercustomize"):
+        del sys.modules[name]
+
+    import fcntl
+    import socket
+
+    # The launcher's end of the conversation arrives as stdout; stdout itself is /dev/null.
+    control = socket.socket(fileno=fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3))
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    modules = [m for m in sys.argv[1].split(",") if m]
+    rank_argv = sys.argv[3:]  # after "--": what each rank runs, without the interpreter
+
+    def parse(argv):
+        # The launcher's own forms: [-u] script args..., [-u] -m module args...
+        unbuffered, i = False, 0
+        while i < len(argv) and argv[i] == "-u":
+            unbuffered, i = True, i + 1
+        if i < len(argv) and argv[i] == "-m" and i + 1 < len(argv):
+            return unbuffered, argv[i + 1], True, argv[i + 2 :]
+        if i < len(argv) and not argv[i].startswith("-"):
+            return unbuffered, argv[i], False, argv[i + 1 :]
+        return None
+
+    def path_zero(target, module):
+        return os.getcwd() if module else os.path.dirname(os.path.realpath(target))
+
+    def answer(text):
+        data = text.encode("utf-8", "replace")
+        control.sendall(struct.pack("=I", len(data)) + data)
+
+    plan = parse(rank_argv)
+    if plan is None:
+        answer("the program's command line is not one it can run (%r)" % rank_argv)
+        os._exit(0)
+    # What each rank's interpreter would see while these modules import.
+    sys.path[0] = path_zero(plan[1], plan[2])
+    sys.argv = [plan[1]] + plan[3]
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except BaseException as error:  # noqa: B902 - any failure means: no template
+            answer("importing %s failed: %s: %s" % (name, type(error).__name__, error))
+            os._exit(0)
+    why = _xlaunch_unsafe(os, sys, control.fileno())
+    answer(why)
+    if why:
+        os._exit(0)
+    return _xlaunch_serve(os, struct, sys, socket, control, parse, path_zero)
+
+
+def _xlaunch_unsafe(os, sys, control_fd):
+    """Why forking from this process would hand ranks something they cannot share; ''."""
+    threads = len(os.listdir("/proc/self/task"))
+    if threads > 1:
+        return "a preloaded module started %d thread(s)" % (threads - 1)
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    try:
+        if cuda is not None and cuda.is_initialized():
+            return "a preloaded module initialised CUDA"
+    except Exception:  # an old or partial torch: nothing to ask
+        pass
+    for name in sorted(os.listdir("/proc/self/fd"), key=int):
+        fd = int(name)
+        if fd <= 2 or fd == control_fd:
+            continue
+        try:
+            target = os.readlink("/proc/self/fd/%d" % fd)
+        except OSError:  # listdir's own, closed by now
+            continue
+        return "a preloaded module left descriptor %d open (%s)" % (fd, target)
+    return ""
+
+
+def _xlaunch_serve(os, struct, sys, socket, control, parse, path_zero):
+    """Forks a rank per request; returns only in a rank (a dict: what it runs)."""
+    import array
+    import errno
+
+    magic, largest, fd_count = 0x58535057, 16 << 20, 3
+    launcher = os.getppid()
+    while True:
+        try:
+            header, ancillary, _, _ = control.recvmsg(
+                8, socket.CMSG_SPACE(4 * 4), socket.MSG_CMSG_CLOEXEC | socket.MSG_WAITALL
+            )
+        except OSError:
+            os._exit(0)
+        fds = array.array("i")
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+        if len(header) != 8:
+            os._exit(0)  # the launcher is done (or gone)
+        tag, size = struct.unpack("=II", header)
+        if tag != magic or size < 12 or size > largest:
+            os._exit(0)  # not the launcher's frame: nothing more can be trusted
+        body = b""
+        while len(body) < size:
+            chunk = control.recv(size - len(body))
+            if not chunk:
+                os._exit(0)
+            body += chunk
+        request = _xlaunch_decode(struct, body, parse) if len(fds) == fd_count else None
+        if request is None:
+            for fd in fds:
+                os.close(fd)
+            control.sendall(struct.pack("=ii", 0, errno.EINVAL))
+            continue
+        request["fds"] = list(fds)
+        request["launcher"] = launcher
+        request["path_zero"] = path_zero(request["target"], request["module"])
+        pid, error = _xlaunch_fork(os, struct, request, control)
+        if pid == 0:
+            return request
+        for fd in fds:
+            os.close(fd)
+        control.sendall(struct.pack("=ii", pid, error))
+
+
+def _xlaunch_decode(struct, body, parse):
+    argc, envc, flags = struct.unpack("=III", body[:12])
+    parts = body[12:].split(b"\0")
+    if flags != 0 or argc < 2 or len(parts) != 1 + argc + envc + 1 or parts[-1] != b"":
+        return None
+    import os
+
+    argv = [os.fsdecode(a) for a in parts[1 : 1 + argc]]
+    plan = parse(argv[1:])
+    if plan is None:
+        return None
+    env = {}
+    for entry in parts[1 + argc : 1 + argc + envc]:
+        key, sep, value = entry.partition(b"=")
+        if sep and key:
+            env[os.fsdecode(key)] = os.fsdecode(value)
+    unbuffered, target, module, args = plan
+    return {
+        "cgroup": os.fsdecode(parts[0]),
+        "env": env,
+        "unbuffered": unbuffered,
+        "target": target,
+        "module": module,
+        "args": args,
+    }
+
+
+def _xlaunch_fork(os, struct, request, control):
+    """(pid, 0) in the template, (0, 0) in the new rank, (0, errno) when none was made.
+
+    The rank is forked by a short-lived middle process that exits at once, so the rank is
+    adopted by the launcher (a child subreaper): it reaps, signals and supervises the rank
+    as one it started itself."""
+    pid_read, pid_write = os.pipe()
+    gate_read, gate_write = os.pipe()  # end of file in the rank: the middle process is gone
+    try:
+        middle = os.fork()
+    except OSError as error:
+        for fd in (pid_read, pid_write, gate_read, gate_write):
+            os.close(fd)
+        return 0, error.errno
+    if middle == 0:
+        code = 0
+        try:
+            os.close(pid_read)
+            rank = os.fork()
+            if rank == 0:
+                os.close(pid_write)
+                os.close(gate_write)
+                control.close()
+                _xlaunch_adopted(os, request, gate_read)
+                return 0, 0
+            # Its own process group before the launcher learns its pid.
+            try:
+                os.setpgid(rank, rank)
+            except OSError:
+                pass
+            os.write(pid_write, struct.pack("=i", rank))
+        except BaseException:  # noqa: B902 - the middle process never returns
+            code = 1
+        os._exit(code)
+    os.close(pid_write)
+    os.close(gate_write)
+    os.close(gate_read)
+    data = b""
+    while len(data) < 4:
+        chunk = os.read(pid_read, 4 - len(data))
+        if not chunk:
+            break
+        data += chunk
+    os.close(pid_read)
+    os.waitpid(middle, 0)
+    if len(data) != 4:
+        import errno
+
+        return 0, errno.EAGAIN
+    return struct.unpack("=i", data)[0], 0
+
+
+def _xlaunch_adopted(os, request, gate_read):
+    """In the new rank: wait to be the launcher's child, then tie its life to the launcher's."""
+    import ctypes
+    import time
+
+    os.setpgid(0, 0)
+    os.read(gate_read, 1)
+    os.close(gate_read)
+    # The middle process closed its files before the kernel hands its child on.
+    for _ in range(2000):
+        if os.getppid() == request["launcher"]:
+            break
+        time.sleep(0.0005)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    if os.getppid() != request["launcher"]:
+        os._exit(1)  # the launcher is gone
+
+
+
+def _xlaunch_run(request):
+    """The rank's side of `python -u program args`: its files, environment and argv."""
+    import builtins
+    import faulthandler
+    import io
+    import os
+    import struct
+    import sys
+
+    out, err, status = request["fds"]
+
+    def fail(stage, error):
+        os.write(status, struct.pack("=ii", stage, error or 0))
+        os._exit(127)
+
+    if request["cgroup"]:
+        try:
+            with open(request["cgroup"], "w") as procs:
+                procs.write("0")
+        except OSError as error:
+            fail(1, error.errno)
+    try:
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+    except OSError as error:
+        fail(2, error.errno)
+    os.close(out)
+    os.close(err)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    unbuffered = request["unbuffered"]
+
+    def text(fd, old, line_buffering):
+        raw = io.FileIO(fd, "w", closefd=False)
+        layer = raw if unbuffered else io.BufferedWriter(raw)
+        stream = io.TextIOWrapper(
+            layer,
+            encoding=old.encoding,
+            errors=old.errors,
+            line_buffering=line_buffering,
+            write_through=unbuffered,
+        )
+        stream.mode = "w"
+        return stream
+
+    sys.stdout = sys.__stdout__ = text(1, sys.__stdout__, False)
+    sys.stderr = sys.__stderr__ = text(2, sys.__stderr__, True)
+    if os.environ.get("PYTHONFAULTHANDLER"):
+        faulthandler.enable(file=sys.stderr, all_threads=True)
+    else:
+        faulthandler.disable()
+    import site
+
+    site.execsitecustomize()  # xlaunch's own (stacks) first, if there, then the user's
+    if site.ENABLE_USER_SITE:
+        site.execusercustomize()
+    # numpy seeds its global generator at import: each rank gets its own, as if it imported it.
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None and hasattr(numpy_random, "seed"):
+        numpy_random.seed()
+    target, args = request["target"], request["args"]
+    sys.path[0] = request["path_zero"]
+    main = sys.modules["__main__"].__dict__
+    if request["module"]:
+        import runpy
+
+        sys.argv = ["-m"] + args
+        os.close(status)
+        main.clear()
+        main["__builtins__"] = builtins
+        runpy._run_module_as_main(target, alter_argv=True)
+        return
+    try:
+        with io.open_code(target) as source_file:
+            source = source_file.read()
+    except OSError as error:
+        fail(3, error.errno)
+    sys.argv = [target] + args
+    os.close(status)  # as a successful exec would
+    import importlib.machinery
+
+    main.clear()
+    main.update(
+        __name__="__main__",
+        __doc__=None,
+        __package__=None,
+        __spec__=None,
+        __file__=target,
+        __cached__=None,
+        __builtins__=builtins,
+        __loader__=importlib.machinery.SourceFileLoader("__main__", target),
+    )
+    try:
+        exec(compile(source, target, "exec"), main)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as error:  # noqa: B902 - printed as the interpreter would
+        # From the script's own frame on, as the interpreter prints it.
+        trace = error.__traceback__
+        error.__traceback__ = trace.tb_next if trace is not None else None
+        sys.excepthook(type(error), error, error.__traceback__)
+        raise SystemExit(1) from None
+
+
+_xlaunch_run(_xlaunch_template())
+)PY";
+}
+
+}  // namespace xlaunch::launcher
