@@ -190,3 +190,19 @@ def test_elastic_rounds_with_torch_26_workers(xlaunch_bin, torch26_python, tmp_p
     assert {i["torch"].split("+")[0][:3] for i in second.values()} == {"2.6"}
     assert len({i["TORCHELASTIC_RUN_ID"] for i in [*first.values(), *second.values()]}) == 1
     assert "joined the job" in err0
+
+
+def test_preloaded_torch_26_ranks_are_forked_from_the_template(xlaunch_bin, torch26_python,
+                                                               tmp_path):
+    """--preload under PyTorch 2.6 (docs/launch.md, "Preloading"): the template imports torch
+    2.6 once; each rank runs the shim's usercustomize itself, then one all-reduce."""
+    script = tmp_path / "probe.py"
+    script.write_text((WORKERS / "preload_probe.py").read_text())
+    r = launch(xlaunch_bin, ["--nproc_per_node", "3", "--preload", "torch", str(script)],
+               python=torch26_python, env=shim_env({"OUT": str(tmp_path)}), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "--preload" not in r.stderr, r.stderr
+    seen = [json.loads((tmp_path / f"seen_0_{rank}").read_text()) for rank in range(3)]
+    assert len({s["template"] for s in seen} - {None}) == 1, seen
+    for rank, s in enumerate(seen):
+        assert s["torch_before_import"] and s["rank"] == str(rank) and s["sum"] == 6.0, s

@@ -1,0 +1,213 @@
+"""--preload (docs/launch.md, "Preloading"): each Python rank is forked from a template process
+that imported the modules once. Real torch (Debian's 1.13, CPU, gloo); the same suites also
+run whole with XLAUNCH_PRELOAD=torch (scripts/test)."""
+import json
+import os
+import signal
+import textwrap
+import time
+
+from launch_helpers import WORKERS, alive, launch, start, wait_for_files, wait_until_gone
+
+PROBE = (WORKERS / "preload_probe.py").read_text()
+
+
+def seen(tmp_path, restart, rank):
+    return json.loads((tmp_path / f"seen_{restart}_{rank}").read_text())
+
+
+def test_ranks_are_forked_from_one_template_that_imported_torch(xlaunch_bin, torch_python,
+                                                                  tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    proc = start(xlaunch_bin, ["--nproc_per_node", "3", "--preload", "torch", str(script),
+                               "--lr", "0.1"], env={"OUT": str(tmp_path)}, python=torch_python)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, out + err
+    assert "--preload" not in err, err  # no refusal line
+    ranks = [seen(tmp_path, 0, r) for r in range(3)]
+    templates = {r["template"] for r in ranks}
+    assert len(templates) == 1 and None not in templates, ranks
+    for r, rank in enumerate(ranks):
+        assert rank["torch_before_import"], rank
+        assert rank["rank"] == str(r) and rank["local_rank"] == str(r)
+        assert rank["name"] == "__main__" and rank["file"] == str(script)
+        assert rank["argv"] == [str(script), "--lr", "0.1"]
+        assert rank["path0"] == str(tmp_path)
+        # Adopted by the launcher: its child, in its own process group, like any rank.
+        assert rank["ppid"] == proc.pid and rank["pgid"] == rank["pid"], rank
+        assert rank["stdout_unbuffered"] is True
+        assert rank["sum"] == 6.0
+    # The template ends with the job.
+    assert wait_until_gone([int(templates.pop())]) == []
+
+
+def test_without_preload_the_ranks_import_for_themselves(xlaunch_bin, torch_python, tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    r = launch(xlaunch_bin, ["--nproc_per_node", "2", str(script)],
+               env={"OUT": str(tmp_path), "XLAUNCH_PRELOAD": ""}, python=torch_python, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for rank in range(2):
+        assert not seen(tmp_path, 0, rank)["torch_before_import"]
+        assert seen(tmp_path, 0, rank)["template"] is None
+
+
+def test_a_restart_forks_again_from_the_same_template(xlaunch_bin, torch_python, tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    r = launch(xlaunch_bin, ["--nproc_per_node", "2", "--max_restarts", "1", "--preload",
+                             "torch", str(script)],
+               env={"OUT": str(tmp_path), "FAIL_FIRST": "1"}, python=torch_python, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 1/2 (local rank 1" in r.stderr and "exited with code 7" in r.stderr
+    assert "restarting every worker (restart 1 of 1)" in r.stderr
+    first, second = seen(tmp_path, 0, 0), seen(tmp_path, 1, 0)
+    assert first["template"] == second["template"] is not None
+    assert second["torch_before_import"] and second["pid"] != first["pid"]
+
+
+def test_module_mode_runs_the_module_as_main(xlaunch_bin, torch_python, tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "train.py").write_text(PROBE)
+    r = launch(xlaunch_bin, ["--nproc_per_node", "2", "--preload", "torch", "-m", "pkg.train",
+                             "x"], env={"OUT": str(tmp_path), "PYTHONPATH": str(tmp_path)},
+               python=torch_python, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rank = seen(tmp_path, 0, 1)
+    assert rank["torch_before_import"] and rank["name"] == "__main__"
+    assert rank["argv"] == [str(package / "train.py"), "x"]
+
+
+def test_exit_codes_and_tracebacks_are_the_programs_own(xlaunch_bin, torch_python, tmp_path):
+    script = tmp_path / "fail.py"
+    script.write_text(textwrap.dedent("""\
+        import os, sys, time
+        if os.environ["RANK"] == "1":
+            raise ValueError("bad batch")
+        time.sleep(60)
+        """))
+    r = launch(xlaunch_bin, ["--nproc_per_node", "2", "--preload", "torch", str(script)],
+               python=torch_python, timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "rank 1/2 (local rank 1" in r.stderr
+    # The traceback starts at the script, as `python script.py` prints it.
+    assert "[rank1]: Traceback (most recent call last):\n[rank1]:   File \"" + str(script) in r.stderr
+    assert "[rank1]: ValueError: bad batch" in r.stderr
+    assert "<string>" not in r.stderr
+
+    script.write_text("import signal, os\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    r = launch(xlaunch_bin, ["--preload", "torch", str(script)], python=torch_python, timeout=120)
+    assert r.returncode == 128 + signal.SIGSEGV, r.stdout + r.stderr
+    assert "Fatal Python error: Segmentation fault" in r.stderr  # PYTHONFAULTHANDLER, per rank
+
+
+def test_ctrl_c_stops_preloaded_ranks_and_the_template(xlaunch_bin, torch_python, tmp_path):
+    script = tmp_path / "wait.py"
+    script.write_text(textwrap.dedent("""\
+        import os, pathlib, time
+        pathlib.Path(os.environ["OUT"], "pid.%s" % os.environ["RANK"]).write_text(
+            "%d %s" % (os.getpid(), os.environ["XLAUNCH_PRELOAD_TEMPLATE"]))
+        time.sleep(120)
+        """))
+    proc = start(xlaunch_bin, ["--nproc_per_node", "2", "--preload", "torch", str(script)],
+                 env={"OUT": str(tmp_path)}, python=torch_python)
+    wait_for_files(tmp_path, "pid.*", 2, timeout=120)
+    time.sleep(0.5)
+    pids = [int(p.read_text().split()[0]) for p in tmp_path.glob("pid.*")]
+    template = int((tmp_path / "pid.0").read_text().split()[1])
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert wait_until_gone(pids + [template]) == []
+
+
+def test_a_killed_launcher_takes_ranks_and_template_along(xlaunch_bin, torch_python, tmp_path):
+    script = tmp_path / "wait.py"
+    script.write_text(textwrap.dedent("""\
+        import os, pathlib, time
+        pathlib.Path(os.environ["OUT"], "pid.%s" % os.environ["RANK"]).write_text(
+            "%d %s" % (os.getpid(), os.environ["XLAUNCH_PRELOAD_TEMPLATE"]))
+        time.sleep(120)
+        """))
+    proc = start(xlaunch_bin, ["--nproc_per_node", "2", "--preload", "torch", str(script)],
+                 env={"OUT": str(tmp_path)}, python=torch_python)
+    wait_for_files(tmp_path, "pid.*", 2, timeout=120)
+    time.sleep(0.5)
+    pids = [int(p.read_text().split()[0]) for p in tmp_path.glob("pid.*")]
+    template = int((tmp_path / "pid.0").read_text().split()[1])
+    assert alive(template)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert wait_until_gone(pids + [template]) == []
+
+
+def _refusal(xlaunch_bin, torch_python, tmp_path, module_text, args=None):
+    (tmp_path / "sideeffect.py").write_text(module_text)
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    r = launch(xlaunch_bin, ["--nproc_per_node", "2", "--preload", "torch,sideeffect",
+                             *(args or []), str(script)],
+               env={"OUT": str(tmp_path), "PYTHONPATH": str(tmp_path)}, python=torch_python,
+               timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    refusals = [line for line in r.stderr.splitlines() if "--preload" in line]
+    assert len(refusals) == 1, r.stderr
+    for rank in range(2):  # started on their own, and correct
+        assert seen(tmp_path, 0, rank)["template"] is None
+        assert not seen(tmp_path, 0, rank)["torch_before_import"]
+        assert seen(tmp_path, 0, rank)["sum"] == 3.0
+    return refusals[0]
+
+
+def test_a_module_that_starts_a_thread_is_refused(xlaunch_bin, torch_python, tmp_path):
+    line = _refusal(xlaunch_bin, torch_python, tmp_path,
+                    "import threading, time\n"
+                    "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
+    assert line == ("xlaunch: --preload: the ranks start without a template: a preloaded module "
+                    "started 1 thread(s)")
+
+
+def test_a_module_that_leaves_a_descriptor_open_is_refused(xlaunch_bin, torch_python, tmp_path):
+    line = _refusal(xlaunch_bin, torch_python, tmp_path,
+                    "import socket\nkept = socket.socket()\n")
+    assert "a preloaded module left descriptor" in line and "socket:[" in line, line
+
+
+def test_a_module_that_fails_to_import_is_refused(xlaunch_bin, torch_python, tmp_path):
+    line = _refusal(xlaunch_bin, torch_python, tmp_path, "raise RuntimeError('no config')\n")
+    assert line.endswith("importing sideeffect failed: RuntimeError: no config"), line
+
+
+def test_a_program_that_is_not_python_runs_as_it_is(xlaunch_bin, tmp_path):
+    r = launch(xlaunch_bin, ["--preload", "torch", "--no_python", "/bin/true"])
+    assert r.returncode == 0, r.stderr
+    assert ("xlaunch: --preload: the ranks start without a template: --preload applies to "
+            "Python programs (a .py file or -m MODULE); /bin/true runs as it is") in r.stderr
+
+
+def test_a_template_that_dies_leaves_the_next_ranks_to_start_on_their_own(
+        xlaunch_bin, torch_python, tmp_path):
+    script = tmp_path / "kill_template.py"
+    script.write_text(textwrap.dedent("""\
+        import os, signal, sys
+        print("template", os.environ.get("XLAUNCH_PRELOAD_TEMPLATE"), flush=True)
+        if os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
+            os.kill(int(os.environ["XLAUNCH_PRELOAD_TEMPLATE"]), signal.SIGKILL)
+            sys.exit(3)
+        """))
+    r = launch(xlaunch_bin, ["--max_restarts", "1", "--preload", "torch", str(script)],
+               python=torch_python, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "[rank0]: template None" in r.stdout, r.stdout
+    assert "xlaunch: --preload: the ranks start without a template: the preload template" in r.stderr
+
+
+def test_a_bad_module_name_is_a_usage_error(xlaunch_bin, tmp_path):
+    r = launch(xlaunch_bin, ["--preload", "torch,my-module", "x.py"])
+    assert r.returncode == 2, r.stderr
+    assert "--preload" in r.stderr and "my-module" in r.stderr, r.stderr
+    r = launch(xlaunch_bin, ["x.py"], env={"XLAUNCH_PRELOAD": "torch;os"})
+    assert r.returncode == 2 and "XLAUNCH_PRELOAD" in r.stderr, r.stderr

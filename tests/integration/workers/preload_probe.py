@@ -1,0 +1,24 @@
+"""Says what the rank saw before it imported anything itself, then does one gloo all-reduce
+and writes it all as JSON to $OUT/seen_<restart>_<rank> (test_preload.py, test_torch26_launch.py)."""
+import json, os, sys
+seen = {
+    "torch_before_import": "torch" in sys.modules,
+    "name": __name__, "file": __file__, "argv": sys.argv, "path0": sys.path[0],
+    "rank": os.environ["RANK"], "local_rank": os.environ["LOCAL_RANK"],
+    "ppid": os.getppid(), "pid": os.getpid(), "pgid": os.getpgid(0),
+    "template": os.environ.get("XLAUNCH_PRELOAD_TEMPLATE"),
+    "restart": os.environ["TORCHELASTIC_RESTART_COUNT"],
+    "stdout_unbuffered": sys.stdout.write_through,
+}
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+total = torch.ones(1) * (dist.get_rank() + 1)
+dist.all_reduce(total)
+seen["sum"] = total.item()
+dist.destroy_process_group()
+out = os.path.join(os.environ["OUT"], "seen_%s_%s" % (seen["restart"], seen["rank"]))
+with open(out, "w") as f:
+    json.dump(seen, f)
+if os.environ.get("FAIL_FIRST") and seen["restart"] == "0" and seen["rank"] == "1":
+    sys.exit(7)
