@@ -140,7 +140,7 @@ const KeyFlag kKeyFlags[] = {
      kSupervision, "BOOL"},
     {"preload", "--preload",
      "Import these Python modules (comma-separated, e.g. torch) once in a template process and "
-     "fork every Python rank from it, instead of each rank importing them (default: off)",
+     "fork every Python rank from it, instead of each rank importing them",
      kLaunch, "MODULES"},
 };
 
