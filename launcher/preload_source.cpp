@@ -24,6 +24,7 @@ def _xlaunch_template():
     site.main()
     for name in ("sitecustomize", "usercustomize"):
         del sys.modules[name]
+    cleared = _xlaunch_clear_no_site(sys)
 
     import fcntl
     import socket
@@ -54,6 +55,9 @@ def _xlaunch_template():
         data = text.encode("utf-8", "replace")
         control.sendall(struct.pack("=I", len(data)) + data)
 
+    if not cleared:
+        answer("this Python's sys.flags cannot be told that site ran (-S)")
+        os._exit(0)
     plan = parse(rank_argv)
     if plan is None:
         answer("the program's command line is not one it can run (%r)" % rank_argv)
@@ -74,6 +78,24 @@ def _xlaunch_template():
     if why:
         os._exit(0)
     return _xlaunch_serve(os, struct, sys, socket, control, parse, path_zero)
+
+
+def _xlaunch_clear_no_site(sys):
+    """sys.flags.no_site back to 0, as without -S: multiprocessing's spawn and subprocess pass
+    the flags on to the interpreters they start, which must find their site folders."""
+    import ctypes
+
+    names = getattr(sys.flags, "__match_args__", ())
+    index = names.index("no_site") if "no_site" in names else 6
+    if sys.flags[index] != 1 or sys.flags.no_site != 1:
+        return False
+    set_item = ctypes.pythonapi.PyStructSequence_SetItem
+    set_item.argtypes = [ctypes.py_object, ctypes.c_ssize_t, ctypes.py_object]
+    set_item.restype = None
+    zero = 0
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(zero))  # the item takes a reference
+    set_item(sys.flags, index, zero)
+    return sys.flags.no_site == 0
 
 
 def _xlaunch_unsafe(os, sys, control_fd):

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+
+#include "diagnose/safe_text.hpp"
 #include "launcher/preload_plan.hpp"
 #include "launcher/supervisor_impl.hpp"
 #include "launcher/worker_env.hpp"
@@ -12,9 +15,12 @@
 namespace xlaunch::launcher {
 namespace {
 
+// `why` may quote a module's exception: one line, control characters escaped.
 void say_without_template(RunFiles& files, const std::string& why) {
-  say("xlaunch: --preload: the ranks start without a template: {}\n", why);
-  files.log("--preload: the ranks start without a template: " + why);
+  std::string line = diagnose::escape_controls(why);
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  say("xlaunch: --preload: the ranks start without a template: {}\n", line);
+  files.log("--preload: the ranks start without a template: " + line);
 }
 
 }  // namespace

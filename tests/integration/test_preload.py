@@ -21,7 +21,8 @@ def test_ranks_are_forked_from_one_template_that_imported_torch(xlaunch_bin, tor
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
     proc = start(xlaunch_bin, ["--nproc_per_node", "3", "--preload", "torch", str(script),
-                               "--lr", "0.1"], env={"OUT": str(tmp_path)}, python=torch_python)
+                               "--lr", "0.1"], env={"OUT": str(tmp_path), "SPAWN_CHECK": "1"},
+                 python=torch_python)
     out, err = proc.communicate(timeout=240)
     assert proc.returncode == 0, out + err
     assert "--preload" not in err, err  # no refusal line
@@ -37,6 +38,9 @@ def test_ranks_are_forked_from_one_template_that_imported_torch(xlaunch_bin, tor
         # Adopted by the launcher: its child, in its own process group, like any rank.
         assert rank["ppid"] == proc.pid and rank["pgid"] == rank["pid"], rank
         assert rank["stdout_unbuffered"] is True
+        assert rank["no_site"] == 0 and rank["spawned_sqrt"] == 4.0
+        # Nothing of the template's: 0-2, listdir's own, and the stacks dump file far above.
+        assert [fd for fd in rank["fds"] if 3 < fd < 900] == [], rank["fds"]
         assert rank["sum"] == 6.0
     # The template ends with the job.
     assert wait_until_gone([int(templates.pop())]) == []
@@ -51,6 +55,7 @@ def test_without_preload_the_ranks_import_for_themselves(xlaunch_bin, torch_pyth
     for rank in range(2):
         assert not seen(tmp_path, 0, rank)["torch_before_import"]
         assert seen(tmp_path, 0, rank)["template"] is None
+        assert [fd for fd in seen(tmp_path, 0, rank)["fds"] if 3 < fd < 900] == []
 
 
 def test_a_restart_forks_again_from_the_same_template(xlaunch_bin, torch_python, tmp_path):
