@@ -126,7 +126,8 @@ std::vector<std::string> unknown_xlaunch_variables(const std::vector<std::string
       // The project's own test scripts'.
       "XLAUNCH_BIN", "XLAUNCH_BUILD_DIR", "XLAUNCH_TEST_PYTHON", "XLAUNCH_FAKE_NVML_SCRIPT",
       "XLAUNCH_CONTAINMENT_TEST", "XLAUNCH_TORCH26_ROOT", "XLAUNCH_TORCH26_BINDS",
-      "XLAUNCH_DEBIAN_MIRROR", "XLAUNCH_MARKER", "XLAUNCH_STACKS_DIR", "XLAUNCH_STACKS_SIGNAL"};
+      "XLAUNCH_DEBIAN_MIRROR", "XLAUNCH_MARKER", "XLAUNCH_STACKS_DIR", "XLAUNCH_STACKS_SIGNAL",
+      "XLAUNCH_PRELOAD_TEMPLATE", "XLAUNCH_PREBUILD_ASAN"};
   static constexpr std::string_view kOtherPrefixes[] = {"XLAUNCH_STRESS_"};
   std::vector<std::string> known;
   for (const KeySpec& key : schema()) known.push_back(env_var_name(key.name));
