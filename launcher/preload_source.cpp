@@ -14,26 +14,26 @@ def _xlaunch_template():
     import struct
     import sys
     import types
+    import fcntl
+    import socket
 
+    # The launcher's end of the conversation arrives as stdout; stdout itself becomes
+    # /dev/null before anything (a .pth file, an import) can print.
+    control = socket.socket(fileno=fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3))
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
     # Started with -S: the site-packages folders, but not sitecustomize and usercustomize,
     # which each rank runs with its own environment, as its own interpreter would.
     for name in ("sitecustomize", "usercustomize"):
         sys.modules[name] = types.ModuleType(name)
     import site
 
+    zero_is_cwd = sys.path[:1] == [""]  # -c's entry, which site.main() makes absolute
     site.main()
     for name in ("sitecustomize", "usercustomize"):
         del sys.modules[name]
     cleared = _xlaunch_clear_no_site(sys)
-
-    import fcntl
-    import socket
-
-    # The launcher's end of the conversation arrives as stdout; stdout itself is /dev/null.
-    control = socket.socket(fileno=fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3))
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.close(null)
     modules = [m for m in sys.argv[1].split(",") if m]
     rank_argv = sys.argv[3:]  # after "--": what each rank runs, without the interpreter
 
@@ -62,22 +62,31 @@ def _xlaunch_template():
     if plan is None:
         answer("the program's command line is not one it can run (%r)" % rank_argv)
         os._exit(0)
-    # What each rank's interpreter would see while these modules import.
-    sys.path[0] = path_zero(plan[1], plan[2])
+    # What each rank's interpreter would see while these modules import: -c put the working
+    # folder first, where `python script.py` puts the script's (PYTHONSAFEPATH: neither).
+    if zero_is_cwd:
+        sys.path[0] = path_zero(plan[1], plan[2])
     sys.argv = [plan[1]] + plan[3]
     import importlib
 
+    before = dict(os.environ)
     for name in modules:
         try:
             importlib.import_module(name)
         except BaseException as error:  # noqa: B902 - any failure means: no template
             answer("importing %s failed: %s: %s" % (name, type(error).__name__, error))
             os._exit(0)
+    # What the imports did to the environment, for each rank to redo (_xlaunch_environment).
+    after = dict(os.environ)
+    changed = {k: (before.get(k), v) for k, v in after.items() if before.get(k) != v}
+    changed.update({k: (v, None) for k, v in before.items() if k not in after})
     why = _xlaunch_unsafe(os, sys, control.fileno())
     answer(why)
     if why:
         os._exit(0)
-    return _xlaunch_serve(os, struct, sys, socket, control, parse, path_zero)
+    request = _xlaunch_serve(os, struct, sys, socket, control, parse)
+    request["changed"] = changed
+    return request
 
 
 def _xlaunch_clear_no_site(sys):
@@ -110,6 +119,16 @@ def _xlaunch_unsafe(os, sys, control_fd):
             return "a preloaded module initialised CUDA"
     except Exception:  # an old or partial torch: nothing to ask
         pass
+    import signal
+
+    if signal.getsignal(signal.SIGCHLD) != signal.SIG_DFL:
+        return "a preloaded module changed how SIGCHLD is handled"
+    import ctypes
+
+    subreaper = ctypes.c_int(0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(37, ctypes.byref(subreaper)) != 0 or subreaper.value != 0:  # PR_GET_CHILD_SUBREAPER
+        return "a preloaded module made the template a child subreaper"
     for name in sorted(os.listdir("/proc/self/fd"), key=int):
         fd = int(name)
         if fd <= 2 or fd == control_fd:
@@ -122,12 +141,14 @@ def _xlaunch_unsafe(os, sys, control_fd):
     return ""
 
 
-def _xlaunch_serve(os, struct, sys, socket, control, parse, path_zero):
+def _xlaunch_serve(os, struct, sys, socket, control, parse):
     """Forks a rank per request; returns only in a rank (a dict: what it runs)."""
     import array
     import errno
 
-    magic, largest, fd_count = 0x58535057, 16 << 20, 3
+    # stdout, stderr, the start-status pipe, and the go pipe: the rank runs nothing of the
+    # program before the launcher, having checked this answer, says so.
+    magic, largest, fd_count = 0x58535057, 16 << 20, 4
     launcher = os.getppid()
     while True:
         try:
@@ -159,7 +180,6 @@ def _xlaunch_serve(os, struct, sys, socket, control, parse, path_zero):
             continue
         request["fds"] = list(fds)
         request["launcher"] = launcher
-        request["path_zero"] = path_zero(request["target"], request["module"])
         pid, error = _xlaunch_fork(os, struct, request, control)
         if pid == 0:
             return request
@@ -186,6 +206,7 @@ def _xlaunch_decode(struct, body, parse):
             env[os.fsdecode(key)] = os.fsdecode(value)
     unbuffered, target, module, args = plan
     return {
+        "argv": argv,
         "cgroup": os.fsdecode(parts[0]),
         "env": env,
         "unbuffered": unbuffered,
@@ -218,7 +239,7 @@ def _xlaunch_fork(os, struct, request, control):
                 os.close(pid_write)
                 os.close(gate_write)
                 control.close()
-                _xlaunch_adopted(os, request, gate_read)
+                request["gate"] = gate_read
                 return 0, 0
             # Its own process group before the launcher learns its pid.
             try:
@@ -239,7 +260,10 @@ def _xlaunch_fork(os, struct, request, control):
             break
         data += chunk
     os.close(pid_read)
-    os.waitpid(middle, 0)
+    try:
+        os.waitpid(middle, 0)  # once it is reaped, the launcher has adopted the rank
+    except ChildProcessError:
+        pass
     if len(data) != 4:
         import errno
 
@@ -247,11 +271,13 @@ def _xlaunch_fork(os, struct, request, control):
     return struct.unpack("=i", data)[0], 0
 
 
-def _xlaunch_adopted(os, request, gate_read):
-    """In the new rank: wait to be the launcher's child, then tie its life to the launcher's."""
+def _xlaunch_adopted(os, request):
+    """In the new rank: wait to be the launcher's child, then tie its life to the launcher's,
+    then wait for the launcher's go (end of file instead: it gave up on this rank)."""
     import ctypes
     import time
 
+    gate_read = request["gate"]
     os.setpgid(0, 0)
     os.read(gate_read, 1)
     os.close(gate_read)
@@ -264,6 +290,24 @@ def _xlaunch_adopted(os, request, gate_read):
     libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
     if os.getppid() != request["launcher"]:
         os._exit(1)  # the launcher is gone
+    go = request["fds"][3]
+    if os.read(go, 1) != b"g":
+        os._exit(1)
+    os.close(go)
+
+
+def _xlaunch_environment(os, env, changed):
+    """The rank's environment, with what the preloaded imports changed in the template's
+    redone where the rank started from the same value (a per-rank variable keeps the rank's)."""
+    for key, (old, new) in changed.items():
+        if env.get(key) != old:
+            continue
+        if new is None:
+            env.pop(key, None)
+        else:
+            env[key] = new
+    os.environ.clear()
+    os.environ.update(env)
 
 
 
@@ -276,7 +320,8 @@ def _xlaunch_run(request):
     import struct
     import sys
 
-    out, err, status = request["fds"]
+    _xlaunch_adopted(os, request)
+    out, err, status = request["fds"][:3]
 
     def fail(stage, error):
         os.write(status, struct.pack("=ii", stage, error or 0))
@@ -295,12 +340,13 @@ def _xlaunch_run(request):
         fail(2, error.errno)
     os.close(out)
     os.close(err)
-    os.environ.clear()
-    os.environ.update(request["env"])
+    _xlaunch_environment(os, request["env"], request["changed"])
+    sys.orig_argv = request["argv"]
     unbuffered = request["unbuffered"]
 
     def text(fd, old, line_buffering):
         raw = io.FileIO(fd, "w", closefd=False)
+        raw.name = "<stdout>" if fd == 1 else "<stderr>"
         layer = raw if unbuffered else io.BufferedWriter(raw)
         stream = io.TextIOWrapper(
             layer,
@@ -313,7 +359,7 @@ def _xlaunch_run(request):
         return stream
 
     sys.stdout = sys.__stdout__ = text(1, sys.__stdout__, False)
-    sys.stderr = sys.__stderr__ = text(2, sys.__stderr__, True)
+    sys.stderr = sys.__stderr__ = text(2, sys.__stderr__, not unbuffered)
     if os.environ.get("PYTHONFAULTHANDLER"):
         faulthandler.enable(file=sys.stderr, all_threads=True)
     else:
@@ -327,40 +373,45 @@ def _xlaunch_run(request):
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None and hasattr(numpy_random, "seed"):
         numpy_random.seed()
+    # So does multiprocessing's authentication key (torch imports it).
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is not None:
+        multiprocessing.current_process().authkey = os.urandom(32)
     target, args = request["target"], request["args"]
-    sys.path[0] = request["path_zero"]
     main = sys.modules["__main__"].__dict__
-    if request["module"]:
-        import runpy
-
-        sys.argv = ["-m"] + args
-        os.close(status)
-        main.clear()
-        main["__builtins__"] = builtins
-        runpy._run_module_as_main(target, alter_argv=True)
-        return
-    try:
-        with io.open_code(target) as source_file:
-            source = source_file.read()
-    except OSError as error:
-        fail(3, error.errno)
-    sys.argv = [target] + args
     os.close(status)  # as a successful exec would
-    import importlib.machinery
-
     main.clear()
-    main.update(
-        __name__="__main__",
-        __doc__=None,
-        __package__=None,
-        __spec__=None,
-        __file__=target,
-        __cached__=None,
-        __builtins__=builtins,
-        __loader__=importlib.machinery.SourceFileLoader("__main__", target),
-    )
+    main.update(__builtins__=builtins, __annotations__={})
     try:
-        exec(compile(source, target, "exec"), main)
+        if request["module"]:
+            import runpy
+
+            sys.argv = ["-m"] + args
+            runpy._run_module_as_main(target, alter_argv=True)
+        else:
+            sys.argv = [target] + args
+            path = os.path.abspath(target)
+            try:
+                with io.open_code(path) as source_file:
+                    source = source_file.read()
+            except OSError as error:  # what `python missing.py` says
+                sys.stderr.write(
+                    "%s: can't open file %r: [Errno %d] %s\n"
+                    % (sys.executable, path, error.errno, error.strerror)
+                )
+                raise SystemExit(2) from None
+            import importlib.machinery
+
+            main.update(
+                __name__="__main__",
+                __doc__=None,
+                __package__=None,
+                __spec__=None,
+                __file__=path,
+                __cached__=None,
+                __loader__=importlib.machinery.SourceFileLoader("__main__", path),
+            )
+            exec(compile(source, path, "exec"), main)
     except (SystemExit, KeyboardInterrupt):
         raise
     except BaseException as error:  # noqa: B902 - printed as the interpreter would

@@ -34,11 +34,14 @@ class PreloadTemplate {
   /// XLAUNCH_PRELOAD_TEMPLATE=<its pid> added to the environment. Throws std::runtime_error
   /// when the template is gone or does not answer.
   long spawn(const SpawnSpec& spec);
+  /// The launcher reaped it (it died): its pid is not to be signalled or waited for again.
+  void mark_reaped();
 
  private:
   PreloadTemplate(long pid, int fd) : pid_(pid), fd_(fd) {}
   long pid_ = -1;
   int fd_ = -1;
+  bool reaped_ = false;
 };
 
 /// The running template's pid, or -1: the end of an attempt leaves it alone.

@@ -29,10 +29,24 @@ constexpr std::uint32_t kMaxAnswer = 4096;
 
 long running_pid = -1;
 
+// A pid from the template is input to check: it must be a child of this process (adopted
+// once the template's middle process was reaped, before the template answered).
+bool is_our_child(long pid) {
+  if (pid <= 1 || pid == ::getpid()) return false;
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+// The socket may be non-blocking (the loop waited on it): wait when it has nothing yet.
 bool read_exactly(int fd, char* data, std::size_t size) {
   while (size > 0) {
     const ssize_t n = ::recv(fd, data, size, 0);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLIN, 0};
+      ::poll(&p, 1, -1);
+      continue;
+    }
     if (n <= 0) return false;
     data += n;
     size -= static_cast<std::size_t>(n);
@@ -67,7 +81,8 @@ std::unique_ptr<PreloadTemplate> PreloadTemplate::start(const std::vector<std::s
 
 PreloadTemplate::~PreloadTemplate() {
   if (running_pid == pid_) running_pid = -1;
-  ::close(fd_);  // the template exits at the end of its socket
+  ::close(fd_);         // the template exits at the end of its socket
+  if (reaped_) return;  // its pid may be another process's by now
   int status = 0;
   if (::waitpid(static_cast<pid_t>(pid_), &status, WNOHANG) != 0) return;  // reaped, or gone
   ::kill(static_cast<pid_t>(pid_), SIGKILL);
@@ -88,23 +103,42 @@ std::string PreloadTemplate::read_answer() {
   return text;
 }
 
+void PreloadTemplate::mark_reaped() {
+  reaped_ = true;
+  if (running_pid == pid_) running_pid = -1;
+}
+
 long PreloadTemplate::spawn(const SpawnSpec& spec) {
   std::vector<std::string> envp = spec.envp;
   envp.push_back(fmt::format("XLAUNCH_PRELOAD_TEMPLATE={}", pid_));
   const std::string frame =
       encode_spawn_request({spec.argv, envp, worker_placement().cgroup_procs, false});
-  const int fds[kRequestFds] = {spec.stdout_fd, spec.stderr_fd, spec.status_fd};
+  // The rank waits for a byte on this pipe before it runs anything of the program: one the
+  // launcher does not take as its own (a late or wrong answer) reads end of file and exits,
+  // and never runs beside the rank started in its place.
+  Pipe go = make_pipe();
+  const int fds[kRequestFds + 1] = {spec.stdout_fd, spec.stderr_fd, spec.status_fd, go.read_fd};
   const long deadline = monotonic_ms() + kAnswerMs;
   std::optional<SpawnReply> reply;
-  if (send_spawn_request(fd_, frame, fds, kRequestFds, deadline)) {
+  if (send_spawn_request(fd_, frame, fds, kRequestFds + 1, deadline)) {
     reply = receive_spawn_reply(fd_, deadline);
   }
+  close_fd(go.read_fd);
+  if (!reply || reply->error != 0 || !is_our_child(reply->pid)) close_fd(go.write_fd);
   if (!reply) {
     throw std::runtime_error(
         fmt::format("the preload template (pid {}) {}", pid_,
                     monotonic_ms() >= deadline ? "did not answer in time" : "is gone"));
   }
   if (reply->error != 0) throw std::system_error(reply->error, std::generic_category(), "fork");
+  if (go.write_fd < 0) {
+    throw std::runtime_error(
+        fmt::format("the preload template (pid {}) answered pid {}, which "
+                    "is not a child of the launcher",
+                    pid_, reply->pid));
+  }
+  [[maybe_unused]] const ssize_t sent = ::write(go.write_fd, "g", 1);
+  close_fd(go.write_fd);
   return reply->pid;
 }
 

@@ -31,6 +31,7 @@ void Supervisor::Impl::watch_children() {
 }
 
 void Supervisor::Impl::on_exit(const ExitEvent& event) {
+  if (preload && event.pid == preload->pid()) preload->mark_reaped();
   auto it = by_pid.find(event.pid);
   if (it == by_pid.end()) return;  // an adopted orphan, now reaped
   const std::size_t index = it->second;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "diagnose/safe_text.hpp"
 #include "launcher/preload_plan.hpp"
@@ -65,12 +66,31 @@ void Supervisor::Impl::await_preload() {
                       answered = !ec;
                       waited = true;
                     });
+  // Imports from a busy network file system can take minutes; a hung one, for ever: say
+  // what the ranks wait for, every minute.
+  asio::steady_timer note(io);
+  bool noted = false;
+  const auto since = Clock::now();
+  std::function<void()> arm = [&] {
+    note.expires_after(std::chrono::seconds(60));
+    note.async_wait([&](const boost::system::error_code& ec) {
+      noted = true;
+      if (ec) return;
+      const auto waited_s =
+          std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since).count();
+      say("xlaunch: --preload: the ranks wait for the template (pid {}), still importing {} "
+          "after {} s (its output: preload.log in the run's folder)\n",
+          preload->pid(), fmt::join(plan.preload, ","), waited_s);
+      noted = false;
+      arm();
+    });
+  };
+  arm();
   // A stop signal or a failure elsewhere ends the wait, as it ends the start-up.
   while (!waited && !interrupted_by && !stopping) io.run_one();
-  if (!waited) {
-    answer.cancel();
-    while (!waited) io.run_one();
-  }
+  note.cancel();
+  if (!waited) answer.cancel();
+  while (!waited || !noted) io.run_one();
   if (!answered) return;
   const std::string why = preload->read_answer();
   if (!why.empty()) {

@@ -216,3 +216,50 @@ def test_a_bad_module_name_is_a_usage_error(xlaunch_bin, tmp_path):
     assert "--preload" in r.stderr and "my-module" in r.stderr, r.stderr
     r = launch(xlaunch_bin, ["x.py"], env={"XLAUNCH_PRELOAD": "torch;os"})
     assert r.returncode == 2 and "XLAUNCH_PRELOAD" in r.stderr, r.stderr
+
+
+def test_what_imports_did_to_the_environment_and_sys_path_reaches_each_rank(
+        xlaunch_bin, torch_python, tmp_path):
+    lib = tmp_path / "lib"
+    (lib / "extra").mkdir(parents=True)
+    (lib / "extra" / "lazy_dep.py").write_text("VALUE = 5\n")
+    (lib / "envmod.py").write_text(
+        "import os, sys\n"
+        "os.environ.setdefault('ENVMOD_SET', 'yes')\n"
+        "os.environ.setdefault('RANK', 'template')\n"  # a per-rank value must win
+        "sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'extra'))\n")
+    script = tmp_path / "use.py"
+    script.write_text(textwrap.dedent("""\
+        import os, sys, lazy_dep
+        import multiprocessing
+        print("env", os.environ.get("ENVMOD_SET"), os.environ["RANK"], lazy_dep.VALUE,
+              multiprocessing.current_process().authkey.hex()[:16], flush=True)
+        """))
+    r = launch(xlaunch_bin, ["--nproc_per_node", "2", "--preload", "torch,envmod", str(script)],
+               env={"PYTHONPATH": str(lib)}, python=torch_python, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = {line.split()[0]: line.split()[1:] for line in r.stdout.splitlines()
+             if " env " in line}
+    assert lines["[rank0]:"][1:4] == ["yes", "0", "5"], r.stdout
+    assert lines["[rank1]:"][1:4] == ["yes", "1", "5"], r.stdout
+    # Each rank has its own multiprocessing key, as a fresh interpreter would.
+    assert lines["[rank0]:"][4] != lines["[rank1]:"][4]
+
+
+def test_a_script_gone_before_a_restart_fails_as_python_says(xlaunch_bin, torch_python, tmp_path):
+    script = tmp_path / "gone.py"
+    script.write_text("import os, sys\nos.unlink(__file__)\nsys.exit(3)\n")
+    r = launch(xlaunch_bin, ["--max_restarts", "1", "--preload", "torch", str(script)],
+               python=torch_python, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"can't open file '{script}': [Errno 2] No such file or directory" in r.stderr
+
+
+def test_a_template_that_would_adopt_the_ranks_itself_is_refused(xlaunch_bin, torch_python,
+                                                                  tmp_path):
+    line = _refusal(xlaunch_bin, torch_python, tmp_path,
+                    "import ctypes\nctypes.CDLL(None).prctl(36, 1)\n")  # PR_SET_CHILD_SUBREAPER
+    assert line.endswith("a preloaded module made the template a child subreaper"), line
+    line = _refusal(xlaunch_bin, torch_python, tmp_path,
+                    "import signal\nsignal.signal(signal.SIGCHLD, signal.SIG_IGN)\n")
+    assert line.endswith("a preloaded module changed how SIGCHLD is handled"), line
