@@ -46,6 +46,8 @@ void StallMonitor::Impl::collect_stacks(std::function<void(std::vector<RankStack
       s.missing = ended_text(state_of(r));
     } else if (!options.python_stacks) {
       s.missing = "stacks not available (--python_stacks false)";
+    } else if (!options.python_ranks) {
+      s.missing = missing_text(DumpTarget::not_python);
     } else {
       // Sent only to a rank whose faulthandler is registered and writes to our file, as
       // checked right now: a dump must never land in a file the rank opened.

@@ -30,6 +30,7 @@ class StallMonitor {
     std::chrono::milliseconds stall_timeout{0};  // 0: no stall detection
     bool stop_on_stall = false;                  // --on_stall stop
     bool python_stacks = true;                   // ship the faulthandler sitecustomize
+    bool python_ranks = true;                    // false: no rank runs Python, ship nothing
     std::string registry_dir;      // where `xlaunch stacks` finds launchers (registry_dir())
     std::string run_cgroup_procs;  // the run's cgroup.procs, "" without one
     long guardian_pid = -1;        // the containment guardian (not the run's work)

@@ -1,8 +1,10 @@
 // The stall monitor's set-up (the sitecustomize folder, the `xlaunch stacks` socket), its
 // timer, the stall report, and what the supervisor calls.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 #include <cstring>
 #include <filesystem>
 
-#include "config/atomic_write.hpp"
 #include "diagnose/stacks_site.hpp"
 #include "diagnose/stacks_target.hpp"
 #include "diagnose/stall_monitor_impl.hpp"
@@ -20,11 +21,21 @@ namespace {
 
 constexpr auto kTick = std::chrono::seconds(1);
 
+bool write_whole(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
 }  // namespace
 
 StallMonitor::Impl::Impl(asio::io_context& i, Options o, Output w, StoreClients s, StallMonitor* m)
     : io(i), options(std::move(o)), out(std::move(w)), store_clients(std::move(s)), self(m) {
-  if (options.python_stacks) make_python_dir();
+  if (options.python_stacks && options.python_ranks) make_python_dir();
   run_scope = {options.run_cgroup_procs, static_cast<long>(::getpid()), options.guardian_pid};
   channel.emplace(io, options.registry_dir, options.run_id,
                   [this](StacksChannel::Reply reply) { on_stacks_request(std::move(reply)); });
@@ -53,14 +64,18 @@ void StallMonitor::Impl::make_python_dir() {
   temp_dir = pattern;
   python_dir = temp_dir + "/python";
   stacks_dir = temp_dir + "/stacks";
-  try {
-    config::atomic_write(python_dir + "/sitecustomize.py", sitecustomize_text());
-    std::filesystem::create_directories(stacks_dir);
-  } catch (const std::exception& e) {
-    out.log(fmt::format("python stacks off: {}", e.what()));
+  // A scratch file in a new private folder, read by no one before the workers start and
+  // gone with the run: written once, without the fsync and rename of a user's file.
+  const std::string site = python_dir + "/sitecustomize.py";
+  int fd = -1;
+  if (::mkdir(python_dir.c_str(), 0777) != 0 || ::mkdir(stacks_dir.c_str(), 0777) != 0 ||
+      (fd = ::open(site.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0 ||
+      !write_whole(fd, sitecustomize_text())) {
+    out.log(fmt::format("python stacks off: cannot write {}: {}", site, std::strerror(errno)));
     python_dir.clear();
     stacks_dir.clear();
   }
+  if (fd >= 0) ::close(fd);
 }
 
 void StallMonitor::Impl::arm_tick() {

@@ -6,6 +6,7 @@
 
 #include "config/usage_error.hpp"
 #include "gpu/devices.hpp"
+#include "job/python_ranks.hpp"
 #include "launcher/capacity.hpp"
 #include "launcher/console.hpp"
 #include "launcher/report.hpp"
@@ -72,6 +73,8 @@ void plan_job(Job& job) {
   job.plan = make_plan(job.settings, std::move(argv), visible, make_run_id(Clock::now(), entropy()),
                        job.request.sources);
   job.plan.python_program = runs_under_python(job.request.program);
+  job.plan.python_ranks = may_run_python(job.request.program, job.settings.python_stacks,
+                                         job.plan.argv.front(), read_head(job.plan.argv.front()));
   job.plan.ignored_stop_signals = ignored_stop_signals();  // before any handler is installed
   plan_join(job);
   check_machines(job.plan, job.settings);

@@ -49,6 +49,7 @@ struct LaunchPlan {
   std::chrono::milliseconds stall_timeout{300'000};  // 0: no stall detection
   bool stop_on_stall = false;
   bool python_stacks = true;
+  bool python_ranks = true;  // false: a native program, no Python stack set-up (job/python_ranks)
   // Modules a template process imports once, forking each Python rank from it (docs/launch.md).
   std::vector<std::string> preload;
 };

@@ -198,6 +198,7 @@ diagnose::StallMonitor::Options Supervisor::Impl::monitor_options() const {
   o.stall_timeout = plan.stall_timeout;
   o.stop_on_stall = plan.stop_on_stall;
   o.python_stacks = plan.python_stacks;
+  o.python_ranks = plan.python_ranks;
   o.registry_dir = diagnose::registry_dir(current_environment(), ::getuid());
   o.run_cgroup_procs = worker_placement().cgroup_procs;
   o.guardian_pid = guardian.pid();
