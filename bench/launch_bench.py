@@ -42,13 +42,11 @@ import json
 import os
 import pathlib
 import platform
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 
-from launch_bench_harness import ROOT, WORKER_SRC, WRAPPER, progress
+from launch_bench_harness import ROOT, WORKER_SRC, WRAPPER, progress, run_cleanly
 from launch_bench_report import git_describe, tables, targets
 from launch_bench_scenarios import Scenarios
 
@@ -107,13 +105,10 @@ def main():
     if not os.access(args.xlaunch, os.X_OK):
         sys.exit(f"launch_bench: no xlaunch binary at {args.xlaunch} (build it, or pass --xlaunch)")
 
-    # SIGTERM/SIGHUP end the run like Ctrl-C does, through the cleanup below.
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda s, f: (_ for _ in ()).throw(KeyboardInterrupt()))
-
     tmp = tempfile.mkdtemp(prefix="launch_bench.")
     bench = Scenarios(args, tmp)
-    try:
+
+    def body():
         bench.worker = str(pathlib.Path(tmp) / "launch_worker")
         subprocess.run(["cc", "-O2", "-o", bench.worker, str(WORKER_SRC)], check=True)
         started = datetime.datetime.now(datetime.timezone.utc)
@@ -135,13 +130,8 @@ def main():
             "notes": bench.notes,
         }
         write_report(report, results, args, bench.notes)
-    except KeyboardInterrupt:
-        print("launch_bench: interrupted; cleaning up", file=sys.stderr)
-        return 130
-    finally:
-        bench.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+
+    return run_cleanly("launch_bench", bench, tmp, body)
 
 
 if __name__ == "__main__":

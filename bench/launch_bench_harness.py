@@ -3,6 +3,7 @@ waited for with wait4 under a deadline, the launchers' command lines, and an end
 process behind. Plus the small /proc readers the measurements use."""
 import os
 import pathlib
+import shutil
 import signal
 import statistics
 import subprocess
@@ -133,6 +134,22 @@ class Bench:
 
 
 # ---------- helpers ----------
+def run_cleanly(name, bench, tmp, body):
+    """Runs body(); Ctrl-C, SIGTERM and SIGHUP end it through bench's cleanup, which also
+    removes tmp. Returns the exit status for sys.exit."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda s, f: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        body()
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted; cleaning up", file=sys.stderr)
+        return 130
+    finally:
+        bench.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
 def progress(msg):
     print(f"  {msg}", file=sys.stderr, flush=True)
 

@@ -21,14 +21,13 @@ import json
 import os
 import pathlib
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-from launch_bench_harness import ROOT, Bench, progress
+from launch_bench_harness import ROOT, Bench, progress, run_cleanly
 from launch_bench_report import fmt, git_describe
 
 FLOOR_SRC = ROOT / "bench" / "launch_floor.c"
@@ -99,7 +98,8 @@ def main():
     args = parse_args()
     tmp = tempfile.mkdtemp(prefix="launch_floor.")
     bench = Bench(args, tmp)
-    try:
+
+    def body():
         floor_bin = str(pathlib.Path(tmp) / "launch_floor")
         subprocess.run(["cc", "-O2", "-o", floor_bin, str(FLOOR_SRC)], check=True)
         started = datetime.datetime.now(datetime.timezone.utc)
@@ -124,13 +124,8 @@ def main():
             print(f"- {note}")
         if args.out:
             pathlib.Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
-    except KeyboardInterrupt:
-        print("launch_floor: interrupted; cleaning up", file=sys.stderr)
-        return 130
-    finally:
-        bench.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+
+    return run_cleanly("launch_floor", bench, tmp, body)
 
 
 if __name__ == "__main__":
