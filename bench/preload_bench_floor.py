@@ -1,6 +1,8 @@
 """The floor of bench/preload_bench.py: one `import torch`, then N os.fork()ed ranks that run
 the benchmark's worker program as __main__ (env:// rendezvous: rank 0 hosts the TCPStore);
-this process waits for them and exits with the first failing rank's code.
+this process waits for them and exits with the first failing rank's code. A rank ends as
+`python worker.py` would (sys.exit through this module, so the interpreter's own finalization
+runs), not with os._exit: the launchers' ranks pay that cost too.
 
 Usage: /usr/bin/python3 preload_bench_floor.py WORKER N OUTDIR
 """
@@ -20,21 +22,17 @@ def free_port():
 
 
 def rank_main(worker, rank, outdir):
-    """Runs in a forked rank; never returns."""
-    code = 1
+    """Runs the worker in a forked rank; returns its exit code."""
     try:
         os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank))
         sys.argv = [worker, outdir]
         runpy.run_path(worker, run_name="__main__")
-        code = 0
+        return 0
     except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
+        return e.code if isinstance(e.code, int) else 1
     except BaseException:  # noqa: B902 - any failure is this rank's exit code 1
         traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        return 1
 
 
 def main():
@@ -45,7 +43,7 @@ def main():
     for rank in range(n):
         pid = os.fork()
         if pid == 0:
-            rank_main(worker, rank, outdir)
+            return rank_main(worker, rank, outdir)
         pids.append(pid)
     status = 0
     for pid in pids:
