@@ -11,7 +11,8 @@ Every tool runs the same rank program (preload_bench_worker.py: import torch, in
 CPU only, --standalone with --nproc_per_node N:
   preload         xlaunch launch --python /usr/bin/python3 --preload torch
   xlaunch         xlaunch launch --python /usr/bin/python3
-  torchrun        /usr/bin/python3 launch_torchrun_wrapper.py (torch 1.13's torchrun, defaults)
+  torchrun        /usr/bin/python3 launch_torchrun_wrapper.py (torch 1.13's torchrun, defaults;
+                  --standalone spelled out with a free port instead of its fixed 29400)
   torchrun_tuned  the same with --monitor_interval --tuned_monitor_interval
   floor           /usr/bin/python3 preload_bench_floor.py: imports torch, os.fork()s N ranks
 Measures, per tool and N, median of --reps repetitions (tools and sizes interleaved, the
@@ -33,6 +34,7 @@ import pathlib
 import platform
 import resource
 import signal
+import socket
 import shutil
 import sys
 import tempfile
@@ -80,9 +82,18 @@ def command(args, tool, n, outdir):
     if tool.startswith("torchrun"):
         tuned = (["--monitor_interval", str(args.tuned_monitor_interval)]
                  if tool == "torchrun_tuned" else [])
-        return [PYTHON, str(WRAPPER), "--standalone", "--nproc_per_node", str(n), *tuned,
-                *program]
+        # --standalone's own store would be on the fixed port 29400 in torch 1.13, which any
+        # other torchrun on the machine may hold; this is --standalone with a free port.
+        rdzv = ["--nnodes", "1", "--rdzv_backend", "c10d", "--rdzv_endpoint",
+                f"127.0.0.1:{free_port()}", "--rdzv_id", outdir.name]
+        return [PYTHON, str(WRAPPER), *rdzv, "--nproc_per_node", str(n), *tuned, *program]
     return [PYTHON, str(FLOOR), str(WORKER), str(n), str(outdir)]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def children_cpu():
