@@ -43,12 +43,11 @@ import os
 import pathlib
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 
-from launch_bench_harness import ROOT, WORKER_SRC, WRAPPER, progress
+from launch_bench_harness import ROOT, WORKER_SRC, WRAPPER, driver_setup, progress
 from launch_bench_report import git_describe, tables, targets
 from launch_bench_scenarios import Scenarios
 
@@ -104,12 +103,7 @@ def write_report(report, results, args, notes):
 
 def main():
     args = parse_args()
-    if not os.access(args.xlaunch, os.X_OK):
-        sys.exit(f"launch_bench: no xlaunch binary at {args.xlaunch} (build it, or pass --xlaunch)")
-
-    # SIGTERM/SIGHUP end the run like Ctrl-C does, through the cleanup below.
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda s, f: (_ for _ in ()).throw(KeyboardInterrupt()))
+    driver_setup("launch_bench", args.xlaunch)
 
     tmp = tempfile.mkdtemp(prefix="launch_bench.")
     bench = Scenarios(args, tmp)

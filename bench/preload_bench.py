@@ -40,7 +40,8 @@ import sys
 import tempfile
 import time
 
-from launch_bench_harness import ROOT, WRAPPER, Bench, alive, progress, read_pids, summary
+from launch_bench_harness import (ROOT, WRAPPER, Bench, alive, driver_setup, progress,
+                                  read_pids, summary)
 from launch_bench_report import git_describe
 
 PYTHON = "/usr/bin/python3"
@@ -219,10 +220,7 @@ def tables(results, args):
 
 def main():
     args = parse_args()
-    if not os.access(args.xlaunch, os.X_OK):
-        sys.exit(f"preload_bench: no xlaunch binary at {args.xlaunch} (build it, or pass --xlaunch)")
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda s, f: (_ for _ in ()).throw(KeyboardInterrupt()))
+    driver_setup("preload_bench", args.xlaunch)
     tmp = tempfile.mkdtemp(prefix="preload_bench.")
     os.chdir(tmp)  # whatever a launcher writes into its working folder goes away with tmp
     bench = Bench(args, tmp)
