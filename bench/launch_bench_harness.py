@@ -150,6 +150,15 @@ def run_cleanly(name, bench, tmp, body):
     return 0
 
 
+def driver_setup(name, xlaunch):
+    """A driver's first step: exits with a clear message without an xlaunch binary, and makes
+    SIGTERM/SIGHUP end the run like Ctrl-C does, through the driver's cleanup."""
+    if not os.access(xlaunch, os.X_OK):
+        sys.exit(f"{name}: no xlaunch binary at {xlaunch} (build it, or pass --xlaunch)")
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda s, f: (_ for _ in ()).throw(KeyboardInterrupt()))
+
+
 def progress(msg):
     print(f"  {msg}", file=sys.stderr, flush=True)
 
