@@ -109,7 +109,8 @@ def test_exit_codes_and_tracebacks_are_the_programs_own(xlaunch_bin, torch_pytho
     assert "Fatal Python error: Segmentation fault" in r.stderr  # PYTHONFAULTHANDLER, per rank
 
 
-def test_ctrl_c_stops_preloaded_ranks_and_the_template(xlaunch_bin, torch_python, tmp_path):
+def _start_waiting_ranks(xlaunch_bin, torch_python, tmp_path):
+    """Two preloaded ranks that sleep: (the launcher, the ranks' pids, the template's pid)."""
     script = tmp_path / "wait.py"
     script.write_text(textwrap.dedent("""\
         import os, pathlib, time
@@ -122,7 +123,11 @@ def test_ctrl_c_stops_preloaded_ranks_and_the_template(xlaunch_bin, torch_python
     wait_for_files(tmp_path, "pid.*", 2, timeout=120)
     time.sleep(0.5)
     pids = [int(p.read_text().split()[0]) for p in tmp_path.glob("pid.*")]
-    template = int((tmp_path / "pid.0").read_text().split()[1])
+    return proc, pids, int((tmp_path / "pid.0").read_text().split()[1])
+
+
+def test_ctrl_c_stops_preloaded_ranks_and_the_template(xlaunch_bin, torch_python, tmp_path):
+    proc, pids, template = _start_waiting_ranks(xlaunch_bin, torch_python, tmp_path)
     os.kill(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGINT, err
@@ -130,19 +135,7 @@ def test_ctrl_c_stops_preloaded_ranks_and_the_template(xlaunch_bin, torch_python
 
 
 def test_a_killed_launcher_takes_ranks_and_template_along(xlaunch_bin, torch_python, tmp_path):
-    script = tmp_path / "wait.py"
-    script.write_text(textwrap.dedent("""\
-        import os, pathlib, time
-        pathlib.Path(os.environ["OUT"], "pid.%s" % os.environ["RANK"]).write_text(
-            "%d %s" % (os.getpid(), os.environ["XLAUNCH_PRELOAD_TEMPLATE"]))
-        time.sleep(120)
-        """))
-    proc = start(xlaunch_bin, ["--nproc_per_node", "2", "--preload", "torch", str(script)],
-                 env={"OUT": str(tmp_path)}, python=torch_python)
-    wait_for_files(tmp_path, "pid.*", 2, timeout=120)
-    time.sleep(0.5)
-    pids = [int(p.read_text().split()[0]) for p in tmp_path.glob("pid.*")]
-    template = int((tmp_path / "pid.0").read_text().split()[1])
+    proc, pids, template = _start_waiting_ranks(xlaunch_bin, torch_python, tmp_path)
     assert alive(template)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=60)
