@@ -30,7 +30,7 @@ TEST_CASE("a .py file or -m module runs Python whatever the interpreter is") {
 
 TEST_CASE("a native program run as is does not, unless it is Python or runs another") {
   CHECK_FALSE(may_run_python(as_is(), std::nullopt, "/bin/true", kElf));
-  CHECK_FALSE(may_run_python(as_is(), std::nullopt, "/work/build/train_cpp", kElf));
+  CHECK_FALSE(may_run_python(as_is(), std::nullopt, "/srv/job/build/train_cpp", kElf));
   CHECK(may_run_python(as_is(), std::nullopt, "/usr/bin/python3.11", kElf));
   CHECK(may_run_python(as_is(), std::nullopt, "/opt/pypy/bin/pypy3", kElf));
   for (const char* runner : {"/bin/bash", "/bin/sh", "/usr/bin/env", "/usr/bin/numactl",
@@ -41,9 +41,9 @@ TEST_CASE("a native program run as is does not, unless it is Python or runs anot
 
 TEST_CASE("a script of any interpreter, or a file that could not be read, may run Python") {
   CHECK(may_run_python(as_is(), std::nullopt, "/usr/local/bin/torchrun", "#!/u"));
-  CHECK(may_run_python(as_is(), std::nullopt, "/work/run.sh", "#!/b"));
-  CHECK(may_run_python(as_is(), std::nullopt, "/work/unreadable", ""));
-  CHECK(may_run_python(as_is(), std::nullopt, "/work/short", "\x7f"));
+  CHECK(may_run_python(as_is(), std::nullopt, "/srv/job/run.sh", "#!/b"));
+  CHECK(may_run_python(as_is(), std::nullopt, "/srv/job/unreadable", ""));
+  CHECK(may_run_python(as_is(), std::nullopt, "/srv/job/short", "\x7f"));
 }
 
 TEST_CASE("python_stacks set to true ships the machinery to any program") {
