@@ -42,6 +42,10 @@ CgroupPaths cgroup_paths(const std::string& dir);
 
 long monotonic_ms();
 bool write_text(const char* path, const char* text);
+// Closes every descriptor from `first` on except `keep` (close_range; /proc/self/fd before
+// Linux 5.9). Not async-signal-safe on that fallback: for single-threaded processes only
+// (process_posix.cpp).
+void close_from(int first, int keep);
 // SIGKILLs every process in the cgroup and waits (bounded) until it is empty. cgroup.kill
 // also reaches processes forked while it runs; the fallback repeats until none is left.
 void kill_cgroup(const CgroupPaths& cgroup);

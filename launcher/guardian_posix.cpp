@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,11 +16,6 @@
 #include "launcher/preload_template.hpp"
 #include "launcher/process.hpp"
 #include "launcher/spawner.hpp"
-
-// Raw number: glibc's close_range() wrapper is 2.34+, and its headers may predate 5.11.
-#ifndef SYS_close_range
-#define SYS_close_range 436
-#endif
 
 namespace xlaunch::launcher {
 namespace {
@@ -72,13 +66,7 @@ void guardian_kill(GuardianState& state) {
   if (null_fd >= 0) {
     for (int target = 0; target <= 2; ++target) ::dup2(null_fd, target);
   }
-  // Two close_range calls (Linux 5.9) instead of a thousand close calls; the loop where
-  // the kernel has none.
-  const bool ranged = (fd <= 3 || ::syscall(SYS_close_range, 3U, fd - 1U, 0U) == 0) &&
-                      ::syscall(SYS_close_range, fd + 1U, ~0U, 0U) == 0;
-  for (int other = 3; !ranged && other < 1024; ++other) {
-    if (other != fd) ::close(other);
-  }
+  close_from(3, fd);  // forked before any thread exists
   // As a namespace's init we inherit its orphans: SIGCHLD stays blocked except inside
   // ppoll, so no exit is missed between reaping and waiting.
   sigset_t chld;

@@ -1,7 +1,6 @@
 // The launcher's side of the preloading template: a socketpair whose far end is the
 // template's stdout, the template's one answer, then spawn requests as the spawner gets them.
 #include <fmt/format.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -35,23 +34,6 @@ bool is_our_child(long pid) {
   if (pid <= 1 || pid == ::getpid()) return false;
   siginfo_t info{};
   return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0;
-}
-
-// The socket may be non-blocking (the loop waited on it): wait when it has nothing yet.
-bool read_exactly(int fd, char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::recv(fd, data, size, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLIN, 0};
-      ::poll(&p, 1, -1);
-      continue;
-    }
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
 }
 
 }  // namespace
@@ -91,15 +73,19 @@ PreloadTemplate::~PreloadTemplate() {
 }
 
 std::string PreloadTemplate::read_answer() {
+  // Called once the socket is readable: the answer, a few bytes, follows at once.
+  const long deadline = monotonic_ms() + kAnswerMs;
   std::uint32_t size = 0;
-  if (!read_exactly(fd_, reinterpret_cast<char*>(&size), sizeof size)) {
+  if (!receive_exactly(fd_, reinterpret_cast<char*>(&size), sizeof size, deadline)) {
     return fmt::format(
         "the template (pid {}) ended before it answered; its output is in the "
         "run's preload.log",
         pid_);
   }
   std::string text(std::min(size, kMaxAnswer), '\0');
-  if (!read_exactly(fd_, text.data(), text.size())) return "the template's answer was cut";
+  if (!receive_exactly(fd_, text.data(), text.size(), deadline)) {
+    return "the template's answer was cut";
+  }
   return text;
 }
 

@@ -9,11 +9,18 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <system_error>
+#include <vector>
 
 #include "launcher/process.hpp"
+
+// Raw number: glibc's close_range() wrapper is 2.34+, and its headers may predate 5.11.
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
 
 namespace xlaunch::launcher {
 
@@ -135,6 +142,26 @@ std::string host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
   return name;
+}
+
+// Closes every descriptor from `first` on except `keep`; /proc/self/fd where the kernel
+// has no close_range (before 5.9).
+void close_from(int first, int keep) {
+  const auto upto = static_cast<unsigned>(keep - 1);
+  const bool closed = (keep <= first || ::syscall(SYS_close_range, first, upto, 0U) == 0) &&
+                      ::syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0U, 0U) == 0;
+  if (closed) return;
+  std::vector<int> open_fds;
+  if (DIR* dir = ::opendir("/proc/self/fd")) {
+    while (dirent* entry = ::readdir(dir)) {
+      const int fd = std::atoi(entry->d_name);
+      if (entry->d_name[0] != '.' && fd >= first && fd != keep && fd != ::dirfd(dir)) {
+        open_fds.push_back(fd);
+      }
+    }
+    ::closedir(dir);
+  }
+  for (int fd : open_fds) ::close(fd);
 }
 
 }  // namespace xlaunch::launcher

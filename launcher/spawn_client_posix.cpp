@@ -78,16 +78,21 @@ bool send_spawn_request(int socket, std::string_view frame, const int* fds, int 
   return true;
 }
 
-std::optional<SpawnReply> receive_spawn_reply(int socket, long deadline_ms) {
-  char bytes[kSpawnReplySize];
+bool receive_exactly(int socket, char* data, std::size_t size, long deadline_ms) {
   std::size_t have = 0;
-  while (have < sizeof bytes) {
-    if (!wait_ready(socket, POLLIN, deadline_ms)) return std::nullopt;
-    const ssize_t n = ::recv(socket, bytes + have, sizeof bytes - have, MSG_DONTWAIT);
+  while (have < size) {
+    if (!wait_ready(socket, POLLIN, deadline_ms)) return false;
+    const ssize_t n = ::recv(socket, data + have, size - have, MSG_DONTWAIT);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) return std::nullopt;
+    if (n <= 0) return false;
     have += static_cast<std::size_t>(n);
   }
+  return true;
+}
+
+std::optional<SpawnReply> receive_spawn_reply(int socket, long deadline_ms) {
+  char bytes[kSpawnReplySize];
+  if (!receive_exactly(socket, bytes, sizeof bytes, deadline_ms)) return std::nullopt;
   return decode_spawn_reply({bytes, sizeof bytes});
 }
 

@@ -20,6 +20,8 @@ inline constexpr int kMaxRequestFds = 4;
 /// (monotonic_ms) passed. The preloading template speaks the same protocol.
 bool send_spawn_request(int socket, std::string_view frame, const int* fds, int fd_count,
                         long deadline_ms);
+/// Reads `size` bytes; false when the peer is gone or the deadline (monotonic_ms) passed.
+bool receive_exactly(int socket, char* data, std::size_t size, long deadline_ms);
 /// The peer's answer; nullopt when it is gone, garbled or late.
 std::optional<SpawnReply> receive_spawn_reply(int socket, long deadline_ms);
 

@@ -179,26 +179,6 @@ SpawnReply serve(Received& received, pid_t launcher) {
   return {static_cast<std::int32_t>(pid), 0};
 }
 
-// Closes every descriptor from `first` on except `keep`; /proc/self/fd where the kernel
-// has no close_range (before 5.9).
-void close_from(int first, int keep) {
-  const auto upto = static_cast<unsigned>(keep - 1);
-  const bool closed = (keep <= first || ::syscall(SYS_close_range, first, upto, 0U) == 0) &&
-                      ::syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0U, 0U) == 0;
-  if (closed) return;
-  std::vector<int> open_fds;
-  if (DIR* dir = ::opendir("/proc/self/fd")) {
-    while (dirent* entry = ::readdir(dir)) {
-      const int fd = std::atoi(entry->d_name);
-      if (entry->d_name[0] != '.' && fd >= first && fd != keep && fd != ::dirfd(dir)) {
-        open_fds.push_back(fd);
-      }
-    }
-    ::closedir(dir);
-  }
-  for (int fd : open_fds) ::close(fd);
-}
-
 // Holds nothing of the launcher's: a shell's or test's pipe must close when the launcher
 // ends, whatever happens to this process.
 void keep_only(int socket) {

@@ -100,12 +100,12 @@ struct Supervisor::Impl {
   bool failure_published = false;
   std::unique_ptr<diagnose::StallMonitor> monitor;  // stalls, stacks, wrong addresses (diagnose.md)
   bool stalled_stop = false;                        // --on_stall stop stopped this attempt
-  diagnose::OutputActivity activity;  // lines per rank per second, for the run's picture
-  Clock::time_point batch_time;       // when the output being split was read
-  std::uint64_t batch_lines = 0;      // pieces it held
-  std::string_view batch_bytes;       // the read being split (pieces inside it stay valid)
-  std::string_view batch_last_line;   // its last non-empty piece, for the stall monitor
-  std::string batch_last_copy;        // that piece, when the splitter's own buffer held it
+  diagnose::OutputActivity activity;         // lines per rank per second, for the run's picture
+  Clock::time_point batch_time;              // when the output being split was read
+  std::uint64_t batch_lines = 0;             // pieces it held
+  std::string_view batch_bytes;              // the read being split (pieces inside it stay valid)
+  std::string_view batch_last_line;          // its last non-empty piece, for the stall monitor
+  std::string batch_last_copy;               // that piece, when the splitter's own buffer held it
   std::unique_ptr<PreloadTemplate> preload;  // --preload's template, for the whole run
   bool preload_ready = false;                // it answered that it can fork ranks
 
