@@ -50,8 +50,14 @@ def test_every_quick_worker_is_heard(xlaunch_bin, tmp_path):
 
 def test_a_quick_worker_s_large_output_is_kept_byte_for_byte(xlaunch_bin, tmp_path):
     logs = tmp_path / "logs"
+    done = tmp_path / "rank0_done"
+    # Ranks 1 and 2 fail only once rank 0 has written everything: the failure's teardown
+    # would otherwise SIGTERM a rank 0 still writing (CI saw it, on a loaded machine).
+    script = (f"seq 1 100000; printf tail-without-newline; "
+              f"if [ $RANK = 0 ]; then touch {done}; "
+              f"else while [ ! -e {done} ]; do sleep 0.01; done; fi; exit $RANK")
     r = run(xlaunch_bin, ["--num_processes", "3", "--log_dir", str(logs), "--no_python",
-                          "/bin/sh", "-c", "seq 1 100000; printf tail-without-newline; exit $RANK"])
+                          "/bin/sh", "-c", script])
     assert r.returncode in (1, 2), r.stderr
     expected = "".join(f"{i}\n" for i in range(1, 100001)) + "tail-without-newline"
     run_dir, _ = summary(logs)
