@@ -23,9 +23,9 @@ struct ConsoleStats {
   bool err_closed = false;
 };
 
-/// Queues a worker's line(s), as many whole ones as the console's buffer holds (the others
-/// are dropped and counted). They are written by the next console_flush_now(): the caller
-/// queues all the lines of one read, then flushes.
+/// A worker's line(s), all of one read: written now, straight from `lines`, where nothing
+/// waits and the console takes them; otherwise queued, as many whole ones as the console's
+/// buffer holds (the others are dropped and counted), for console_flush_now().
 void console_worker_text(ConsoleStream stream, std::string_view lines);
 /// Queues one of xlaunch's own messages on stderr and writes what the console takes now.
 void console_say(std::string_view text);

@@ -1,6 +1,7 @@
 // Cuts a worker's byte stream into console lines. Pure; no I/O.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -25,48 +26,53 @@ class LineSplitter {
   void flush(Emit&& emit);
 
   bool has_partial() const { return !pending_.empty(); }
+  std::size_t partial_size() const { return pending_.size(); }
 
  private:
   std::size_t max_piece_;
   std::string pending_;
 };
 
-/// Position of the first '\n' or '\r', or npos. Two bounded memchr calls: find_first_of
-/// would call memchr once per byte, which made the console path CPU-bound.
-inline std::size_t find_line_end(std::string_view bytes) {
-  const char* begin = bytes.data();
-  const void* newline = std::memchr(begin, '\n', bytes.size());
-  std::size_t limit = newline ? static_cast<const char*>(newline) - begin : bytes.size();
-  const void* carriage = std::memchr(begin, '\r', limit);
-  if (carriage) return static_cast<const char*>(carriage) - begin;
-  return newline ? limit : std::string_view::npos;
+/// Offset of the first `c` in `bytes` at or after `from`, or bytes.size().
+inline std::size_t find_from(std::string_view bytes, std::size_t from, char c) {
+  const void* hit = std::memchr(bytes.data() + from, c, bytes.size() - from);
+  return hit ? static_cast<std::size_t>(static_cast<const char*>(hit) - bytes.data())
+             : bytes.size();
 }
 
 template <typename Emit>
 void LineSplitter::feed(std::string_view bytes, Emit&& emit) {
-  while (!bytes.empty()) {
-    std::size_t end = find_line_end(bytes);
-    std::size_t room = max_piece_ - pending_.size();
-    if (end == std::string_view::npos || end > room) {
-      if (bytes.size() < room) {
-        pending_.append(bytes);
+  // One memchr per line: the next '\n' and the next '\r' ('\r' is rare: progress bars) are
+  // each searched once and kept until passed. find_first_of would call memchr once per byte,
+  // which made the console path CPU-bound.
+  const std::size_t size = bytes.size();
+  std::size_t pos = 0;
+  std::size_t newline = find_from(bytes, 0, '\n');
+  std::size_t carriage = find_from(bytes, 0, '\r');
+  while (pos < size) {
+    if (newline < pos) newline = find_from(bytes, pos, '\n');
+    if (carriage < pos) carriage = find_from(bytes, pos, '\r');
+    const std::size_t stop = std::min(newline, carriage);
+    const std::size_t room = max_piece_ - pending_.size();
+    if (stop == size || stop - pos > room) {
+      if (size - pos < room) {
+        pending_.append(bytes.substr(pos));
         return;
       }
-      pending_.append(bytes.substr(0, room));
+      pending_.append(bytes.substr(pos, room));
       emit(std::string_view(pending_), '\0');
       pending_.clear();
-      bytes.remove_prefix(room);
+      pos += room;
       continue;
     }
-    char terminator = bytes[end];
     if (pending_.empty()) {
-      emit(bytes.substr(0, end), terminator);
+      emit(bytes.substr(pos, stop - pos), bytes[stop]);
     } else {
-      pending_.append(bytes.substr(0, end));
-      emit(std::string_view(pending_), terminator);
+      pending_.append(bytes.substr(pos, stop - pos));
+      emit(std::string_view(pending_), bytes[stop]);
       pending_.clear();
     }
-    bytes.remove_prefix(end + 1);
+    pos = stop + 1;
   }
 }
 
@@ -76,11 +82,5 @@ void LineSplitter::flush(Emit&& emit) {
   emit(std::string_view(pending_), '\0');
   pending_.clear();
 }
-
-/// Appends one console piece with the rank prefix: "[rank3]: text\n". A '\r' piece keeps
-/// its '\r' so a progress bar redraws in place; a piece without terminator ends with '\n'
-/// so ranks never share a line.
-void append_prefixed(std::string& out, std::string_view prefix, std::string_view text,
-                     char terminator);
 
 }  // namespace xlaunch::launcher

@@ -58,11 +58,3 @@ TEST_CASE("very long lines are cut into bounded pieces", "[lines]") {
   small.feed("ij\n", std::ref(more));
   CHECK(more.pieces == Pieces{{"abcde", '\0'}, {"fghij", '\n'}});
 }
-
-TEST_CASE("console pieces carry the rank prefix and keep \\r", "[lines]") {
-  std::string out;
-  append_prefixed(out, "[rank1]: ", "loss 0.5", '\n');
-  append_prefixed(out, "[rank1]: ", " 50%", '\r');
-  append_prefixed(out, "[rank1]: ", "partial", '\0');
-  CHECK(out == "[rank1]: loss 0.5\n[rank1]:  50%\r[rank1]: partial\n");
-}

@@ -4,6 +4,8 @@
 
 #include <signal.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -167,6 +169,11 @@ struct Pipe {
   int write_fd = -1;
 };
 Pipe make_pipe();
+/// Asks for a pipe of `bytes` (F_SETPIPE_SZ); a refusal (over the user's limit) leaves it as
+/// it was, which is only slower.
+void resize_pipe(int fd, std::size_t bytes);
+/// fs.pipe-user-pages-soft (0: unlimited); the kernel's default where it cannot be read.
+std::uint64_t pipe_user_pages_soft();
 
 /// Closes a descriptor if open and sets it to -1.
 void close_fd(int& fd);

@@ -121,6 +121,16 @@ Pipe make_pipe() {
   return Pipe{fds[0], fds[1]};
 }
 
+void resize_pipe(int fd, std::size_t bytes) {
+  if (bytes > 0) ::fcntl(fd, F_SETPIPE_SZ, static_cast<int>(bytes));
+}
+
+std::uint64_t pipe_user_pages_soft() {
+  std::uint64_t pages = 0;
+  if (std::ifstream("/proc/sys/fs/pipe-user-pages-soft") >> pages) return pages;
+  return 16384;
+}
+
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;

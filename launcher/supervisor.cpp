@@ -7,6 +7,8 @@
 
 #include "diagnose/stacks_registry.hpp"
 #include "launcher/exit_status.hpp"
+#include "launcher/pipe_size.hpp"
+#include "launcher/process.hpp"
 #include "launcher/supervisor_impl.hpp"
 
 namespace xlaunch::launcher {
@@ -54,6 +56,9 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
 Supervisor::Impl::Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h,
                        GroupGuardian& g)
     : plan(p), parent_env(env), files(f), host(std::move(h)), guardian(g) {
+  rank_pipe_bytes =
+      rank_pipe_size(2 * static_cast<std::size_t>(plan.local_world_size), pipe_user_pages_soft(),
+                     static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
   add_stop_signals();
   add_other_signals();
   // Text queued from another thread (the agent's monitor) must get written too.

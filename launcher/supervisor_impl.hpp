@@ -6,6 +6,7 @@
 // attempt) and supervisor_signals_posix.cpp (the signals forwarded to the workers).
 #pragma once
 
+#include <array>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -21,6 +22,7 @@
 #include "diagnose/output_activity.hpp"
 #include "diagnose/stall_monitor.hpp"
 #include "launcher/console.hpp"
+#include "launcher/console_batch.hpp"
 #include "launcher/line_splitter.hpp"
 #include "launcher/preload_template.hpp"
 #include "launcher/supervisor.hpp"
@@ -94,18 +96,22 @@ struct Supervisor::Impl {
   std::optional<int> interrupted_by;
   std::chrono::steady_clock::time_point interrupted_at;  // when interrupted_by arrived
   bool signal_after_failure = false;                     // interrupted_by came after first_failure
-  std::string console_batch;  // the console lines of the read being split
+  ConsoleBatch console_batch;       // the console lines of the read being split
+  std::size_t rank_pipe_bytes = 0;  // each rank's stdout and stderr pipe (pipe_size.hpp)
   const AttemptHooks* hooks = nullptr;
   int attempt = 0;
   bool failure_published = false;
   std::unique_ptr<diagnose::StallMonitor> monitor;  // stalls, stacks, wrong addresses (diagnose.md)
   bool stalled_stop = false;                        // --on_stall stop stopped this attempt
-  diagnose::OutputActivity activity;         // lines per rank per second, for the run's picture
-  Clock::time_point batch_time;              // when the output being split was read
-  std::uint64_t batch_lines = 0;             // pieces it held
-  std::string_view batch_bytes;              // the read being split (pieces inside it stay valid)
-  std::string_view batch_last_line;          // its last non-empty piece, for the stall monitor
-  std::string batch_last_copy;               // that piece, when the splitter's own buffer held it
+  diagnose::OutputActivity activity;  // lines per rank per second, for the run's picture
+  Clock::time_point batch_time;       // when the output being split was read
+  std::uint64_t batch_lines = 0;      // pieces it held
+  std::string_view batch_bytes;       // the read being split (pieces inside it stay valid)
+  std::string_view batch_last_line;   // its last non-empty piece, for the stall monitor
+  std::string batch_last_copy;        // that piece, when the splitter's own buffer held it
+  static constexpr std::size_t kStderrTailLines = 20;         // shown in a failure's report
+  std::array<std::string_view, kStderrTailLines> batch_tail;  // its last stderr lines, a ring
+  std::size_t batch_tail_count = 0;                           // stderr lines it held
   std::unique_ptr<PreloadTemplate> preload;  // --preload's template, for the whole run
   bool preload_ready = false;                // it answered that it can fork ranks
 
@@ -140,6 +146,8 @@ struct Supervisor::Impl {
   // After a read's pieces: their count to the activity, their lines to the console.
   void start_batch(std::string_view bytes);
   void end_batch(Worker& worker, Stream& stream);
+  void keep_stderr_tail(Worker& worker);  // the read's last stderr lines into stderr_tail
+  void push_stderr_line(Worker& worker, std::string_view line);
   // Waits for the console to take more while it has a backlog; never blocks the loop.
   void arm_console();
   void close_stream(Worker& worker, Stream& stream);

@@ -12,8 +12,6 @@ namespace xlaunch::launcher {
 namespace {
 
 constexpr std::size_t kReadChunk = 64 * 1024;
-constexpr std::size_t kStderrTailLines = 20;
-
 }  // namespace
 
 void Supervisor::Impl::read_more(Worker& worker, Stream& stream) {
@@ -56,6 +54,9 @@ void Supervisor::Impl::log_bytes(Worker& worker, Stream& stream, std::string_vie
 void Supervisor::Impl::on_bytes(Worker& worker, Stream& stream, std::string_view bytes) {
   if (stream.log_fd >= 0) log_bytes(worker, stream, bytes);
   start_batch(bytes);
+  // Every piece ends with a byte of the read, or is a cut of a long line, or the flush.
+  const std::size_t text = stream.splitter.partial_size() + bytes.size();
+  if (stream.shown) console_batch.reserve(text, text + 1, worker.prefix.size());
   stream.splitter.feed(bytes, [&](std::string_view text, char terminator) {
     on_piece(worker, stream, text, terminator);
   });
@@ -67,17 +68,31 @@ void Supervisor::Impl::start_batch(std::string_view bytes) {
   batch_lines = 0;
   batch_bytes = bytes;
   batch_last_line = {};
+  batch_tail_count = 0;
   console_batch.clear();
 }
 
+void Supervisor::Impl::push_stderr_line(Worker& worker, std::string_view line) {
+  worker.stderr_tail.emplace_back(line);
+  if (worker.stderr_tail.size() > kStderrTailLines) worker.stderr_tail.pop_front();
+}
+
+void Supervisor::Impl::keep_stderr_tail(Worker& worker) {
+  const std::size_t n = std::min(batch_tail_count, batch_tail.size());
+  for (std::size_t i = batch_tail_count - n; i < batch_tail_count; ++i)
+    push_stderr_line(worker, batch_tail[i % batch_tail.size()]);
+  batch_tail_count = 0;
+}
+
 void Supervisor::Impl::end_batch(Worker& worker, Stream& stream) {
+  keep_stderr_tail(worker);
   if (batch_lines > 0) {
     activity.note(attempt, worker.outcome.rank, batch_time, batch_lines);
     if (monitor)
       monitor->on_output(worker.outcome.local_rank, batch_lines, batch_last_line, batch_time);
   }
   // One queueing of the read's lines, then one write of what the console takes now.
-  if (!console_batch.empty()) console_worker_text(stream.console, console_batch);
+  if (!console_batch.empty()) console_worker_text(stream.console, console_batch.view());
   console_flush_now();
   arm_console();
 }
@@ -86,13 +101,13 @@ void Supervisor::Impl::on_piece(Worker& worker, Stream& stream, std::string_view
                                 char terminator) {
   if (text.empty() && terminator == '\r') return;  // tqdm starts each redraw with '\r'
   ++batch_lines;
+  // A piece that is not a view of the read (a line that spanned reads) lives in the
+  // splitter's buffer, which the next piece overwrites: keep a copy.
+  const std::less_equal<const char*> before_or_at;
+  const bool in_read =
+      !batch_bytes.empty() && before_or_at(batch_bytes.data(), text.data()) &&
+      before_or_at(text.data() + text.size(), batch_bytes.data() + batch_bytes.size());
   if (!text.empty()) {
-    // A piece that is not a view of the read (a line that spanned reads) lives in the
-    // splitter's buffer, which the next piece overwrites: keep a copy.
-    const std::less_equal<const char*> before_or_at;
-    const bool in_read =
-        !batch_bytes.empty() && before_or_at(batch_bytes.data(), text.data()) &&
-        before_or_at(text.data() + text.size(), batch_bytes.data() + batch_bytes.size());
     if (in_read) {
       batch_last_line = text;
     } else {
@@ -101,11 +116,16 @@ void Supervisor::Impl::on_piece(Worker& worker, Stream& stream, std::string_view
     }
   }
   if (stream.is_stderr && !text.empty()) {
-    worker.stderr_tail.emplace_back(text);
-    if (worker.stderr_tail.size() > kStderrTailLines) worker.stderr_tail.pop_front();
+    if (in_read) {
+      // Copied at the end of the read, the last kStderrTailLines only: no allocation per line.
+      batch_tail[batch_tail_count++ % batch_tail.size()] = text;
+    } else {
+      keep_stderr_tail(worker);
+      push_stderr_line(worker, text);
+    }
   }
   if (!stream.shown) return;
-  append_prefixed(console_batch, worker.prefix, text, terminator);
+  console_batch.add(worker.prefix, text, terminator);
   stream.bar_open = terminator == '\r';
 }
 
@@ -138,7 +158,7 @@ void Supervisor::Impl::close_stream(Worker& worker, Stream& stream) {
   stream.splitter.flush(
       [&](std::string_view text, char terminator) { on_piece(worker, stream, text, terminator); });
   // A progress bar's last redraw stays on screen, and the next line starts below it.
-  if (stream.bar_open) console_batch.push_back('\n');
+  if (stream.bar_open) console_batch.add_newline();
   end_batch(worker, stream);
   stream.pipe.reset();
   close_fd(stream.log_fd);

@@ -44,6 +44,8 @@ void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank)
     if (monitor) monitor->add_worker_env(env);
     out = make_pipe();
     err = make_pipe();
+    resize_pipe(out.read_fd, rank_pipe_bytes);
+    resize_pipe(err.read_fd, rank_pipe_bytes);
     status = make_pipe();
     open_stream(worker.out, local_rank, rank_dir, false, out);
     open_stream(worker.err, local_rank, rank_dir, true, err);
