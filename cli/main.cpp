@@ -1,8 +1,11 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <iterator>
+#include <string_view>
 
 #include "cli/commands.hpp"
 #include "cli/test_command.hpp"
@@ -23,14 +26,28 @@ int dispatch(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", XLAUNCH_VERSION);
 
+  // Building a subcommand's options is most of xlaunch's start-up (CLI11 checks each new
+  // name against every one before it: ~8 ms for all of them), so only the subcommand named
+  // first is built; top-level help and a misspelt name get them all.
+  struct Command {
+    std::string_view name;
+    void (*add)(CLI::App&, cli::Action&);
+  };
+  static constexpr Command kCommands[] = {
+      {"launch", cli::add_launch_command}, {"config", cli::add_config_command},
+      {"store", cli::add_store_command},   {"test", cli::add_test_command},
+      {"env", cli::add_env_command},       {"stacks", cli::add_stacks_command},
+      {"report", cli::add_report_command},
+  };
   cli::Action run;
-  cli::add_launch_command(app, run);
-  cli::add_config_command(app, run);
-  cli::add_store_command(app, run);
-  cli::add_test_command(app, run);
-  cli::add_env_command(app, run);
-  cli::add_stacks_command(app, run);
-  cli::add_report_command(app, run);
+  const std::string_view first = argc > 1 ? argv[1] : "";
+  const auto named = std::find_if(std::begin(kCommands), std::end(kCommands),
+                                  [&](const Command& c) { return c.name == first; });
+  if (named != std::end(kCommands)) {
+    named->add(app, run);
+  } else {
+    for (const Command& command : kCommands) command.add(app, run);
+  }
 
   try {
     app.parse(argc, argv);
