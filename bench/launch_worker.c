@@ -7,7 +7,9 @@
  *   launch_worker sleep DIR MS
  *       Writes DIR/pid.RANK, sleeps MS, exits 0.
  *   launch_worker print BYTES LINE_LEN
- *       Writes BYTES bytes to stdout as lines of LINE_LEN bytes (newline included).
+ *       Writes BYTES bytes to stdout as lines of LINE_LEN bytes (newline included). With
+ *       $PRINT_TIME_FILE set, then writes there how long that took, in ns, from the first
+ *       byte to the last one flushed: the worker's own time, without any launcher's start.
  *   launch_worker true
  *       Exits 0.
  */
@@ -19,9 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static void write_file(const char* dir, const char* name, long long value) {
-  char path[4096], buf[64];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
+static void write_file_path(const char* path, long long value) {
+  char buf[64];
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     perror(path);
@@ -33,6 +34,12 @@ static void write_file(const char* dir, const char* name, long long value) {
     _exit(97);
   }
   close(fd);
+}
+
+static void write_file(const char* dir, const char* name, long long value) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  write_file_path(path, value);
 }
 
 static void sleep_ms(long ms) {
@@ -78,12 +85,21 @@ int main(int argc, char** argv) {
     for (int i = 0; i < len - 1; i++) line[i] = (char)('a' + i % 26);
     line[len - 1] = '\n';
     long long written = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     while (written < total) {
       size_t n = (size_t)((total - written < len) ? total - written : len);
       if (fwrite(line, 1, n, stdout) != n) return 1;
       written += (long long)n;
     }
-    return fflush(stdout) == 0 ? 0 : 1;
+    if (fflush(stdout) != 0) return 1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const char* times = getenv("PRINT_TIME_FILE");
+    if (times) {
+      write_file_path(times, (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL +
+                                 (t1.tv_nsec - t0.tv_nsec));
+    }
+    return 0;
   }
   fprintf(stderr, "usage: see the comment at the top of bench/launch_worker.c\n");
   return 2;
