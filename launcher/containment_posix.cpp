@@ -100,7 +100,10 @@ std::optional<StartedGuardian> start_in_pid_namespace(std::vector<ContainmentPro
 void place_workers(Containment mechanism, const std::string& cgroup_dir, int run_namespace) {
   WorkerPlacement& placement = worker_placement();
   placement = {};
-  if (mechanism == Containment::Cgroup) placement.cgroup_procs = cgroup_paths(cgroup_dir).procs;
+  if (mechanism == Containment::Cgroup) {
+    placement.cgroup_procs = cgroup_paths(cgroup_dir).procs;
+    placement.born_in_cgroup = true;
+  }
   placement.pid_namespace = run_namespace;
 }
 

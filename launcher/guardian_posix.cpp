@@ -246,6 +246,7 @@ void GroupGuardian::watch(long pgid) {
 }
 
 void GroupGuardian::kill_descendants() {
+  worker_placement().born_in_cgroup = false;  // from now on workers move in (process.hpp)
   if (fd_ >= 0) {
     char stale = 0;
     while (::recv(fd_, &stale, 1, MSG_DONTWAIT) == 1) {

@@ -45,6 +45,12 @@ long spawn_worker(const SpawnSpec& spec);
 /// with threads must not. `extra_flags` adds clone flags (CLONE_PARENT). Returns as fork().
 long fork_bare(unsigned long extra_flags = 0);
 
+/// fork_bare, the child born in the cgroup `cgroup_dir_fd` (clone3 with CLONE_INTO_CGROUP,
+/// Linux 5.7): no move afterwards (WorkerPlacement::born_in_cgroup says why). -1 with errno
+/// as clone3 sets it: ENOSYS (or EPERM from a seccomp filter) where the kernel or a
+/// container has no clone3, EACCES/EBUSY/EOPNOTSUPP where the cgroup refuses.
+long fork_into_cgroup(int cgroup_dir_fd, unsigned long extra_flags = 0);
+
 /// Sends `signal` to a whole process group; a group that is gone already is fine.
 void signal_group(long pgid, int signal);
 
@@ -87,6 +93,11 @@ struct WorkerPlacement {
   /// Not empty: the child writes itself into this cgroup.procs before exec, so every
   /// descendant inherits the run's cgroup whatever setsid or double fork it does.
   std::string cgroup_procs;
+  /// While the run's cgroup was never killed (GroupGuardian::kill_descendants), a worker is
+  /// born there (clone3 with CLONE_INTO_CGROUP) instead of moving there: the first move of a
+  /// while waits an RCU grace period (10-20 ms here). Not after a kill: this kernel (6.18)
+  /// SIGKILLs every child born into a cgroup that cgroup.kill was used on.
+  bool born_in_cgroup = false;
   /// >= 0: workers start in this PID namespace (an fd of it), where their parent (the
   /// launcher) is invisible: getppid() is 0 there. The spawner enters it for its children
   /// (a process whose next children go to another namespace cannot create threads, which

@@ -2,6 +2,7 @@
 // the spawner (spawner_posix.cpp, spawn_client_posix.cpp).
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -28,6 +30,17 @@ long fork_bare(unsigned long extra_flags) {
   // A raw system call: glibc's fork() runs the atfork handlers, and its child-side fix-ups
   // matter only to code that uses libc's state (threads, malloc), which these children don't.
   return ::syscall(SYS_clone, extra_flags | SIGCHLD, 0L, 0L, 0L, 0L);
+}
+
+long fork_into_cgroup(int cgroup_dir_fd, unsigned long extra_flags) {
+  // The raw system call for the reason above. No stack given: the child runs on a copy of
+  // ours, as after fork.
+  clone_args args{};
+  args.flags = extra_flags | CLONE_INTO_CGROUP;
+  // With CLONE_PARENT clone3 wants none: the child's is the parent's (SIGCHLD) anyway.
+  args.exit_signal = (extra_flags & CLONE_PARENT) != 0 ? 0 : SIGCHLD;
+  args.cgroup = static_cast<std::uint64_t>(cgroup_dir_fd);
+  return ::syscall(SYS_clone3, &args, sizeof args);
 }
 
 WorkerPlacement& worker_placement() {

@@ -156,8 +156,9 @@ long spawn_worker(const SpawnSpec& spec) {
   }
   const WorkerPlacement& place = worker_placement();
   const bool in_namespace = place.pid_namespace >= 0;
-  const std::string frame = encode_spawn_request(
-      {spec.argv, spec.envp, spec.in_run_cgroup ? place.cgroup_procs : "", in_namespace});
+  const std::string cgroup_procs = spec.in_run_cgroup ? place.cgroup_procs : "";
+  const std::string frame = encode_spawn_request({spec.argv, spec.envp, cgroup_procs, in_namespace,
+                                                  place.born_in_cgroup && !cgroup_procs.empty()});
   const int fds[kMaxRequestFds] = {spec.stdout_fd, spec.stderr_fd, spec.status_fd,
                                    place.pid_namespace};
   const long deadline = monotonic_ms() + kAnswerMs;

@@ -27,6 +27,7 @@ std::uint32_t get_u32(std::string_view bytes, std::size_t at) {
 // Body: argc, envc, flags, then cgroup_procs, argv and envp as NUL-terminated strings.
 constexpr std::size_t kCounts = 12;
 constexpr std::uint32_t kEnterPidNamespace = 1;
+constexpr std::uint32_t kBornInCgroup = 2;
 
 }  // namespace
 
@@ -34,7 +35,8 @@ std::string encode_spawn_request(const SpawnRequest& request) {
   std::string body;
   put_u32(body, static_cast<std::uint32_t>(request.argv.size()));
   put_u32(body, static_cast<std::uint32_t>(request.envp.size()));
-  put_u32(body, request.enter_pid_namespace ? kEnterPidNamespace : 0);
+  put_u32(body, (request.enter_pid_namespace ? kEnterPidNamespace : 0) |
+                    (request.born_in_cgroup ? kBornInCgroup : 0));
   auto put_string = [&body](const std::string& s) {
     body.append(s.data(), ::strnlen(s.data(), s.size()));  // execve stops at a NUL anyway
     body.push_back('\0');
@@ -63,7 +65,8 @@ std::optional<SpawnRequest> decode_spawn_body(std::string_view body) {
   const std::uint32_t flags = get_u32(body, 8);
   // Each string takes at least its NUL: counts beyond the bytes are lies, refused before
   // anything is reserved for them.
-  if (argc == 0 || argc > body.size() || envc > body.size() || (flags & ~kEnterPidNamespace)) {
+  if (argc == 0 || argc > body.size() || envc > body.size() ||
+      (flags & ~(kEnterPidNamespace | kBornInCgroup))) {
     return std::nullopt;
   }
   std::string_view rest = body.substr(kCounts);
@@ -76,7 +79,9 @@ std::optional<SpawnRequest> decode_spawn_body(std::string_view body) {
   };
   SpawnRequest request;
   request.enter_pid_namespace = (flags & kEnterPidNamespace) != 0;
+  request.born_in_cgroup = (flags & kBornInCgroup) != 0;
   if (!next(request.cgroup_procs)) return std::nullopt;
+  if (request.born_in_cgroup && request.cgroup_procs.empty()) return std::nullopt;
   request.argv.resize(argc);
   for (std::string& arg : request.argv) {
     if (!next(arg)) return std::nullopt;

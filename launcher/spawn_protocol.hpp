@@ -19,6 +19,7 @@ struct SpawnRequest {
   std::vector<std::string> envp;  // "KEY=VALUE"
   std::string cgroup_procs;       // the run's cgroup.procs, which the child joins; "" for none
   bool enter_pid_namespace = false;
+  bool born_in_cgroup = false;  // the child is born in cgroup_procs' cgroup, else it moves there
 };
 
 /// A request's frame header: a magic number and the size of the body after it.

@@ -35,6 +35,21 @@ TEST_CASE("a spawn request survives the trip", "[spawn]") {
   CHECK(back->envp == request.envp);
   CHECK(back->cgroup_procs == request.cgroup_procs);
   CHECK(back->enter_pid_namespace);
+  CHECK_FALSE(back->born_in_cgroup);
+}
+
+TEST_CASE("a child to be born in the cgroup says so, and needs the cgroup", "[spawn]") {
+  SpawnRequest request{{"/bin/true"}, {}, "/sys/fs/cgroup/xlaunch-1-2/cgroup.procs", false, true};
+  std::optional<SpawnRequest> back = decode_spawn_body(body_of(encode_spawn_request(request)));
+  REQUIRE(back);
+  CHECK(back->born_in_cgroup);
+  CHECK_FALSE(back->enter_pid_namespace);
+  request.cgroup_procs.clear();
+  CHECK_FALSE(decode_spawn_body(body_of(encode_spawn_request(request))));
+  // A flag this version does not know is refused, not ignored.
+  std::string body = body_of(encode_spawn_request({{"/bin/true"}, {}, "", false, false}));
+  body.replace(8, 4, u32(4));
+  CHECK_FALSE(decode_spawn_body(body));
 }
 
 TEST_CASE("a request with no environment and no cgroup is fine", "[spawn]") {

@@ -172,8 +172,24 @@ SpawnReply serve(Received& received, pid_t launcher) {
       envp.data(),     request->cgroup_procs.empty() ? nullptr : request->cgroup_procs.c_str(),
       received.fds[0], received.fds[1],
       received.fds[2], request->enter_pid_namespace ? 0 : launcher};
-  // Like fork, but the child's parent is ours: the launcher reaps and supervises it.
-  const long pid = fork_bare(CLONE_PARENT);
+  // Like fork, but the child's parent is ours: the launcher reaps and supervises it. Born
+  // in the run's cgroup when asked and the kernel can (no move: process.hpp), else it moves.
+  long pid = -1;
+  if (request->born_in_cgroup) {
+    const std::string& procs = request->cgroup_procs;
+    const int cgroup =
+        ::open(procs.substr(0, procs.rfind('/')).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cgroup >= 0) {
+      pid = fork_into_cgroup(cgroup, CLONE_PARENT);
+      if (pid == 0) {
+        ChildPlan born = plan;
+        born.cgroup_procs = nullptr;
+        run_child(born);
+      }
+      ::close(cgroup);
+    }
+  }
+  if (pid < 0) pid = fork_bare(CLONE_PARENT);
   if (pid == 0) run_child(plan);
   if (pid < 0) return {0, errno};
   return {static_cast<std::int32_t>(pid), 0};
