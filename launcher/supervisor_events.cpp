@@ -194,9 +194,10 @@ void Supervisor::Impl::run_attempt(int attempt) {
     io.poll();
     if (interrupted_by || stopping) break;
     start_worker(workers[local_rank], attempt, local_rank);
-    // The next rank starts once this one runs its program or has failed: a program that
-    // cannot be executed fails the first rank alone, as it would fail them all.
-    while (workers[local_rank].starting && !interrupted_by && !stopping) io.run_one();
+    // The other ranks start once the first runs its program or has failed: a program that
+    // cannot be executed fails the first rank alone, as it would fail them all. They do not
+    // wait for each other's exec, which overlaps with the next one's start.
+    while (local_rank == 0 && workers[0].starting && !interrupted_by && !stopping) io.run_one();
   }
   spawning = false;
   finish_if_done();

@@ -35,7 +35,9 @@ struct Supervisor::Impl {
   // One of a worker's output pipes, on its way to the rank's log file and the console.
   struct Stream {
     std::unique_ptr<asio::posix::stream_descriptor> pipe;
-    std::vector<char> buffer;
+    // A read's bytes, not zeroed first: most ranks never fill one (8 ranks' 16 zeroed
+    // buffers were 3 % of a short job's launch).
+    std::unique_ptr<char[]> buffer;
     LineSplitter splitter;
     int log_fd = -1;
     std::string log_path;

@@ -16,11 +16,11 @@ constexpr std::size_t kReadChunk = 64 * 1024;
 
 void Supervisor::Impl::read_more(Worker& worker, Stream& stream) {
   stream.pipe->async_read_some(
-      asio::buffer(stream.buffer),
+      asio::buffer(stream.buffer.get(), kReadChunk),
       [this, &worker, &stream](const boost::system::error_code& ec, std::size_t n) {
         // Closed meanwhile: a read that completed just before the drain grace ran out.
         if (!stream.pipe) return;
-        if (n > 0) on_bytes(worker, stream, std::string_view(stream.buffer.data(), n));
+        if (n > 0) on_bytes(worker, stream, std::string_view(stream.buffer.get(), n));
         if (ec) {
           close_stream(worker, stream);
         } else {
@@ -175,7 +175,7 @@ void Supervisor::Impl::open_stream(Stream& stream, int rank_index, const std::st
   stream.log_path = fmt::format("{}/{}", rank_dir, is_stderr ? "stderr.log" : "stdout.log");
   stream.log_fd = files.open_stream_log(rank_dir, is_stderr ? "stderr.log" : "stdout.log");
   stream.logged = 0;
-  stream.buffer.resize(kReadChunk);
+  if (!stream.buffer) stream.buffer = std::make_unique_for_overwrite<char[]>(kReadChunk);
   stream.pipe = std::make_unique<asio::posix::stream_descriptor>(io, pipe.read_fd);
   pipe.read_fd = -1;
 }
