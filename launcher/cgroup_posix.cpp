@@ -133,16 +133,18 @@ ContainmentProbe run_cgroup_location(std::string& dir) {
   return probe;
 }
 
+bool can_be_born_in(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const auto pid = static_cast<pid_t>(fork_into_cgroup(fd));
+  if (pid == 0) ::_exit(0);
+  ::close(fd);
+  if (pid < 0) return false;
+  const int status = wait_for(pid);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 std::optional<std::string> cannot_join(const std::string& dir) {
-  // A child born there, as the first attempt's workers will be (spawner_posix.cpp), answers
-  // in a fork's time; moving one there, the fallback, waits an RCU grace period
-  // (process.hpp).
-  if (const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
-    const auto pid = static_cast<pid_t>(fork_into_cgroup(fd));
-    if (pid == 0) ::_exit(0);
-    ::close(fd);
-    if (pid > 0 && WIFEXITED(wait_for(pid))) return std::nullopt;
-  }
   const std::string procs = dir + "/cgroup.procs";
   int error = in_child([&procs] { return write_text(procs.c_str(), "0") ? 0 : errno; });
   if (error == 0) return std::nullopt;

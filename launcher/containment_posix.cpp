@@ -32,9 +32,12 @@ std::optional<StartedGuardian> start_in_cgroup(std::vector<ContainmentProbe>& pr
   probes.push_back(run_cgroup_location(dir));
   if (!probes.back().works) return std::nullopt;
   StartedGuardian guardian = fork_guardian(Containment::Cgroup, cgroup_paths(dir));
-  // Without a guardian there is no cgroup; with one, it removes the cgroup when told.
+  // Without a guardian there is no cgroup; with one, it removes the cgroup when told. Born
+  // there, the workers skip the move's RCU grace period (process.hpp); else they move in.
+  if (guardian.pid >= 0) guardian.born_in_cgroup = can_be_born_in(dir);
   std::optional<std::string> why =
-      guardian.pid < 0 ? std::optional(guardian.failure) : cannot_join(dir);
+      guardian.pid < 0 ? std::optional(guardian.failure)
+                       : (guardian.born_in_cgroup ? std::nullopt : cannot_join(dir));
   if (!why) return guardian;
   if (guardian.pid > 0) {
     ::close(guardian.fd);
@@ -97,12 +100,13 @@ std::optional<StartedGuardian> start_in_pid_namespace(std::vector<ContainmentPro
 }
 
 // Where spawn_worker puts the workers of the chosen mechanism.
-void place_workers(Containment mechanism, const std::string& cgroup_dir, int run_namespace) {
+void place_workers(Containment mechanism, const std::string& cgroup_dir, int run_namespace,
+                   bool born_in_cgroup) {
   WorkerPlacement& placement = worker_placement();
   placement = {};
   if (mechanism == Containment::Cgroup) {
     placement.cgroup_procs = cgroup_paths(cgroup_dir).procs;
-    placement.born_in_cgroup = true;
+    placement.born_in_cgroup = born_in_cgroup;
   }
   placement.pid_namespace = run_namespace;
 }
@@ -148,7 +152,7 @@ GroupGuardian GroupGuardian::start(ContainmentRequest request) {
     if (!guardian) continue;
     // Without a guardian (fork failed) process groups still work while the launcher
     // lives: it kills by itself.
-    place_workers(mechanism, dir, run_namespace);
+    place_workers(mechanism, dir, run_namespace, guardian->born_in_cgroup);
     if (request == ContainmentRequest::Auto && mechanism == Containment::ProcessGroup) {
       fmt::print(stderr, "xlaunch: note: {}\n", fallback_note(probes));
     }

@@ -60,6 +60,11 @@ ContainmentProbe run_cgroup_location(std::string& dir);
 // Why no process can join the cgroup at `dir` (delegation, the "no internal processes"
 // rule, threaded sub-trees all show there); nullopt when one can.
 std::optional<std::string> cannot_join(const std::string& dir);
+// Whether a child can be born in the cgroup at `dir` (clone3 with CLONE_INTO_CGROUP) and live:
+// no clone3, a refusal, or a child killed at birth say no. Linux 6.18 kills a child born into
+// a cgroup whose count of cgroup.kill writes differs from its parent's cgroup's: one made in a
+// launcher's cgroup that was killed before (an outer xlaunch's restarted attempt) is one.
+bool can_be_born_in(const std::string& dir);
 // For `xlaunch env`: makes a run cgroup and checks that a process can join it. On
 // success `dir` is the new cgroup, which the caller removes.
 ContainmentProbe make_run_cgroup(std::string& dir);
@@ -85,6 +90,7 @@ struct StartedGuardian {
   long pid = -1;  // -1: not running; `failure` says why
   int fd = -1;
   std::string failure;
+  bool born_in_cgroup = false;  // workers can be born in the run's cgroup (can_be_born_in)
 };
 
 // Forks the guardian and waits for its "ready" (for the cgroup mechanism: the cgroup made).

@@ -43,3 +43,36 @@ def test_a_nested_launch_ignores_the_outer_jobs_worker_variables(xlaunch_bin, tm
     inner_dir = inner[0]["XLAUNCH_LOG_DIR"]
     assert inner_dir != outer_dir and not inner_dir.startswith(outer_dir + "/"), (inner_dir,
                                                                                  outer_dir)
+
+
+RESTARTED_OUTER = r'''
+import os, pathlib, subprocess, sys
+out = pathlib.Path(os.environ["OUT_DIR"])
+if os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
+    sys.exit(5)  # the outer attempt fails: its cgroup gets cgroup.kill before attempt 1
+inner = [os.environ["NESTED_BIN"], "launch", "--python", sys.executable, "--num_processes", "2",
+         "--log_dir", str(out / "inner_logs"), os.environ["INNER_SCRIPT"]]
+sys.exit(subprocess.run(inner).returncode)
+'''
+
+
+def test_a_nested_launch_in_a_restarted_outer_attempt_runs_its_ranks(xlaunch_bin, tmp_path):
+    """The inner run's cgroup is made inside the outer one, which cgroup.kill ended attempt 0
+    of. Linux 6.18 kills a child born (CLONE_INTO_CGROUP) into a cgroup whose kill count
+    differs from its parent's: the inner launcher must find that out and move its ranks in
+    instead of having them killed at birth."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "outer.py").write_text(RESTARTED_OUTER)
+    (tmp_path / "inner.py").write_text(INNER)
+    r = launch(xlaunch_bin, ["--num_processes", "1", "--max_restarts", "1",
+                             str(tmp_path / "outer.py")],
+               env={"OUT_DIR": str(out), "NESTED_BIN": xlaunch_bin,
+                    "INNER_SCRIPT": str(tmp_path / "inner.py"), "XLAUNCH_CONTAINMENT": "cgroup"},
+               timeout=120)
+    inner_logs = "".join(p.read_text() for p in (out / "inner_logs").glob("*/xlaunch.log"))
+    assert r.returncode == 0, f"{r.stderr}\ninner xlaunch.log:\n{inner_logs}"
+    assert "restarting every worker (restart 1 of 1)" in r.stderr
+    inner = [json.loads((out / f"inner_{k}.json").read_text()) for k in (0, 1)]
+    assert [i["RANK"] for i in inner] == ["0", "1"]
+    assert "cgroup" in inner_logs
