@@ -68,8 +68,10 @@ const char* type_name(const config::AccelerateArg& arg) {
   }
 }
 
-bool given(const CLI::App& cmd, std::string_view name) {
-  return cmd.count("--" + std::string(name)) > 0;
+bool given(const CLI::App& cmd, const AccelerateFlags& flags, std::string_view name) {
+  const auto known = flags.options.find(name);
+  if (known != flags.options.end()) return known->second->count() > 0;
+  return cmd.count("--" + std::string(name)) > 0;  // one of launch_flags.cpp's
 }
 
 }  // namespace
@@ -79,33 +81,32 @@ void add_accelerate_flags(CLI::App& cmd, AccelerateFlags& flags) {
     const std::string name(arg.name);
     std::string help(arg.help);
     if (arg.kind == config::ArgKind::Switch) {
-      cmd.add_flag(names(name), flags.switches[name], help)->group(kGroup);
+      flags.options[name] = cmd.add_flag(names(name), flags.switches[name], help)->group(kGroup);
     } else {
       if (arg.kind == config::ArgKind::Choice) help += " (" + config::allowed_values(arg) + ")";
-      cmd.add_option(names(name), flags.values[name], help)
-          ->type_name(type_name(arg))
-          ->group(kGroup);
+      flags.options[name] = cmd.add_option(names(name), flags.values[name], help)
+                                ->type_name(type_name(arg))
+                                ->group(kGroup);
     }
   }
-  cmd.add_flag("--same_network,--same-network", flags.switches["same_network"],
-               "Accepted for accelerate: every machine is on one network (sets same_network)")
-      ->group(kGroup);
+  flags.options["same_network"] =
+      cmd.add_flag("--same_network,--same-network", flags.switches["same_network"],
+                   "Accepted for accelerate: every machine is on one network (sets same_network)")
+          ->group(kGroup);
   for (const OtherFlag& f : kOther) {
     const std::string help =
         fmt::format("{} ({})", f.refused ? "Refused" : "No effect",
                     *f.reason ? f.reason : "xlaunch's failure report is the same either way");
-    if (f.takes_value) {
-      cmd.add_option(names(f.name), flags.values[f.name], help)->group(kGroup);
-    } else {
-      cmd.add_flag(names(f.name), flags.switches[f.name], help)->group(kGroup);
-    }
+    flags.options[f.name] =
+        f.takes_value ? cmd.add_option(names(f.name), flags.values[f.name], help)->group(kGroup)
+                      : cmd.add_flag(names(f.name), flags.switches[f.name], help)->group(kGroup);
   }
 }
 
 void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
                              config::Settings& settings) {
   for (const OtherFlag& f : kOther) {
-    if (!given(cmd, f.name)) continue;
+    if (!given(cmd, flags, f.name)) continue;
     if (f.refused) {
       throw UsageError(fmt::format("--{} is accelerate's, but {}", f.name, f.reason),
                        fmt::format("drop --{}", f.name));
@@ -116,7 +117,7 @@ void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
   config::AccelerateArgs& out = settings.accelerate;
   for (const config::AccelerateArg& arg : config::accelerate_args()) {
     const std::string name(arg.name);
-    if (!given(cmd, name)) continue;
+    if (!given(cmd, flags, name)) continue;
     if (arg.kind == config::ArgKind::Switch) {
       out[name] = flags.switches[name] ? "true" : "false";
       continue;
@@ -131,15 +132,16 @@ void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
       launcher::say("xlaunch: note: --{} has {}\n", name, arg.help);
     }
   }
-  if (given(cmd, "same_network")) settings.same_network = true;
-  if (given(cmd, "mixed_precision")) out[std::string(config::kMixedPrecisionFlag)] = "true";
+  if (given(cmd, flags, "same_network")) settings.same_network = true;
+  if (given(cmd, flags, "mixed_precision")) out[std::string(config::kMixedPrecisionFlag)] = "true";
 
   // accelerate: one of these at a time; any of them replaces the config file's paradigm.
   std::vector<std::string> chosen;
   for (const char* name : {"multi_gpu", "use_fsdp", "use_deepspeed", "use_megatron_lm"}) {
-    if (given(cmd, name)) chosen.push_back(std::string("--") + name);
+    if (given(cmd, flags, name)) chosen.push_back(std::string("--") + name);
   }
-  if (given(cmd, "use_cpu") && settings.use_cpu == true) chosen.insert(chosen.begin(), "--cpu");
+  if (given(cmd, flags, "use_cpu") && settings.use_cpu == true)
+    chosen.insert(chosen.begin(), "--cpu");
   if (chosen.size() > 1) {
     throw UsageError(fmt::format("{} and {} cannot be used together", chosen[0], chosen[1]),
                      "accelerate runs one of --cpu, --multi_gpu, --use_fsdp, --use_deepspeed, "

@@ -17,6 +17,9 @@ namespace xlaunch::cli {
 struct AccelerateFlags {
   std::map<std::string, std::string> values;
   std::map<std::string, bool> switches;
+  /// Each flag's option, so that asking whether it was given is a lookup, not a search of
+  /// the ~250 options (which made reading them back quadratic).
+  std::map<std::string, const CLI::Option*, std::less<>> options;
 };
 
 /// Declares the flags on `cmd`, each as --name and --name-with-hyphens (accelerate takes both).

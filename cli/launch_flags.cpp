@@ -196,17 +196,16 @@ void add_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
   for (const KeyFlag& f : kKeyFlags) {
     std::string& target = flags.raw[f.key];
     const std::string names = with_dashed_spellings(f.names);
-    if (f.is_switch) {
-      // Bare: "true"; --flag=false also works, as the config's true/false does.
-      cmd.add_flag(names, target, f.help)->group(f.group);
-    } else {
-      cmd.add_option(names, target, f.help)->group(f.group)->type_name(f.type);
-    }
+    // A switch bare is "true"; --flag=false also works, as the config's true/false does.
+    flags.options[f.key] =
+        f.is_switch ? cmd.add_flag(names, target, f.help)->group(f.group)
+                    : cmd.add_option(names, target, f.help)->group(f.group)->type_name(f.type);
   }
   for (const NoOpFlag& f : kNoOpFlags) {
-    cmd.add_option(with_dashed_spellings(std::string("--") + f.name), flags.no_op[f.name], f.help)
-        ->group(kTorchrunNoOp)
-        ->type_name(f.type);
+    flags.options[f.name] = cmd.add_option(with_dashed_spellings(std::string("--") + f.name),
+                                           flags.no_op[f.name], f.help)
+                                ->group(kTorchrunNoOp)
+                                ->type_name(f.type);
   }
   cmd.add_flag(with_dashed_spellings("--multi_gpu"), flags.multi_gpu,
                "Same as --distributed_type MULTI_GPU")
@@ -240,7 +239,7 @@ void add_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
 void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
   std::vector<std::pair<std::string, std::string>> given;
   for (const KeyFlag& f : kKeyFlags) {
-    if (cmd.get_option(std::string("--") + f.key)->count() > 0) {
+    if (flags.options.at(f.key)->count() > 0) {
       given.emplace_back(f.key, flags.raw.at(f.key));
     }
   }
@@ -260,7 +259,7 @@ void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
   if (cmd.get_name() == "launch") flags.run_path = flags.run_path || pet_switch("PET_RUN_PATH");
   for (const NoOpFlag& f : kNoOpFlags) {
     const std::string flag = std::string("--") + f.name;
-    if (cmd.get_option(flag)->count() == 0) continue;
+    if (flags.options.at(f.name)->count() == 0) continue;
     const std::string& value = flags.no_op.at(f.name);
     if (std::string_view(f.name) == "monitor_interval") {
       const auto seconds = config::parse_number(value);

@@ -27,6 +27,9 @@ struct LaunchFlags {
   bool dry_run = false;   // print the resolved settings and the worker command; start nothing
   /// torchrun's flags that change nothing here (--monitor_interval, ...), as given.
   std::map<std::string, std::string> no_op;
+  /// The options of `raw` and `no_op` by name: reading them back is a lookup, not a search
+  /// of every option.
+  std::map<std::string, const CLI::Option*, std::less<>> options;
 };
 
 /// Declares every launch flag on `cmd`, each in accelerate's/torchrun's underscored spelling
