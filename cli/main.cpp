@@ -81,6 +81,7 @@ int dispatch(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   xlaunch::launcher::reserve_standard_fds();
+  xlaunch::launcher::restore_default_sigchld();
   const int code = dispatch(argc, argv);
   // Errors go through the launcher's console, which never blocks: show what it holds.
   xlaunch::launcher::console_drain(std::chrono::seconds(2));

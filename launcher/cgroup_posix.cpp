@@ -136,12 +136,30 @@ ContainmentProbe run_cgroup_location(std::string& dir) {
 bool can_be_born_in(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return false;
+  int alive[2];
+  if (::pipe2(alive, O_CLOEXEC) != 0) {
+    ::close(fd);
+    return false;
+  }
+  // The child says it lives with a byte: one killed at birth never runs a line of ours.
+  // Its exit status would not do: with SIGCHLD ignored (inherited through exec) the kernel
+  // reaps it, and waitpid has nothing to tell.
   const auto pid = static_cast<pid_t>(fork_into_cgroup(fd));
-  if (pid == 0) ::_exit(0);
+  if (pid == 0) {
+    [[maybe_unused]] const ssize_t n = ::write(alive[1], "1", 1);
+    ::_exit(0);
+  }
   ::close(fd);
-  if (pid < 0) return false;
-  const int status = wait_for(pid);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  ::close(alive[1]);
+  char byte = 0;
+  ssize_t n = -1;
+  if (pid > 0) {
+    while ((n = ::read(alive[0], &byte, 1)) < 0 && errno == EINTR) {
+    }
+    ::waitpid(pid, nullptr, 0);  // ECHILD when the kernel reaped it: fine
+  }
+  ::close(alive[0]);
+  return n == 1;
 }
 
 std::optional<std::string> cannot_join(const std::string& dir) {

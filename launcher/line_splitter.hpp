@@ -46,6 +46,7 @@ void LineSplitter::feed(std::string_view bytes, Emit&& emit) {
   // each searched once and kept until passed. find_first_of would call memchr once per byte,
   // which made the console path CPU-bound.
   const std::size_t size = bytes.size();
+  if (size == 0) return;  // memchr wants a valid pointer even for no bytes
   std::size_t pos = 0;
   std::size_t newline = find_from(bytes, 0, '\n');
   std::size_t carriage = find_from(bytes, 0, '\r');

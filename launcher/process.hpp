@@ -58,6 +58,12 @@ void signal_group(long pgid, int signal);
 /// opened later takes a standard descriptor's number. Call first thing.
 void reserve_standard_fds();
 
+/// Restores SIGCHLD's default action if it was inherited as ignored (exec keeps an ignored
+/// disposition; Python's subprocess does not restore it): then the kernel reaps every child
+/// at once and waitpid has no status to give, which the launcher's probes and its
+/// supervision need. Call first thing; workers get the default anyway.
+void restore_default_sigchld();
+
 /// The signals that stop a job.
 inline constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 

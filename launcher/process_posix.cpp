@@ -61,6 +61,14 @@ void reserve_standard_fds() {
   }
 }
 
+void restore_default_sigchld() {
+  struct sigaction current {};
+  if (::sigaction(SIGCHLD, nullptr, &current) != 0 || current.sa_handler != SIG_IGN) return;
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  ::sigaction(SIGCHLD, &default_action, nullptr);
+}
+
 namespace {
 
 sigset_t stop_signal_set() {

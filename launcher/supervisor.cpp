@@ -56,9 +56,13 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
 Supervisor::Impl::Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h,
                        GroupGuardian& g)
     : plan(p), parent_env(env), files(f), host(std::move(h)), guardian(g) {
-  rank_pipe_bytes =
-      rank_pipe_size(2 * static_cast<std::size_t>(plan.local_world_size), pipe_user_pages_soft(),
-                     static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
+  // A launch inside another xlaunch job's worker keeps the kernel's pipes: the budget is
+  // per launcher, and N inner launchers would take N sixteenths of the user's pipes.
+  if (!lookup(parent_env, "XLAUNCH_RUN_ID")) {
+    rank_pipe_bytes =
+        rank_pipe_size(2 * static_cast<std::size_t>(plan.local_world_size), pipe_user_pages_soft(),
+                       static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
+  }
   add_stop_signals();
   add_other_signals();
   // Text queued from another thread (the agent's monitor) must get written too.

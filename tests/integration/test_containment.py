@@ -293,6 +293,22 @@ def test_env_and_the_log_name_the_mechanism(xlaunch_bin, tmp_path, marker, mecha
     assert "falls back to process groups" not in r.stderr  # forced, not a fallback
 
 
+@pytest.mark.parametrize("mechanism", STRONG)
+def test_an_inherited_ignored_sigchld_changes_nothing(xlaunch_bin, tmp_path, marker, mechanism):
+    """A program that ignores SIGCHLD passes that on through exec: the kernel then reaps
+    xlaunch's children at once, and its probes found no status ("No child processes") and
+    refused the mechanism. xlaunch restores the default first thing."""
+    logs = tmp_path / "logs"
+    r = subprocess.run([xlaunch_bin, "launch", "--log_dir", str(logs), "--num_processes", "2",
+                        "--no_python", "/bin/sh", "-c", "exit $RANK"],
+                       env={**os.environ, **marker.env(mechanism)}, capture_output=True,
+                       text=True, timeout=60,
+                       preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    assert r.returncode == 1, r.stderr  # rank 1's exit code: the statuses were seen
+    (log,) = logs.glob("*/xlaunch.log")
+    assert f"orphan containment: {MECHANISMS[mechanism]}" in log.read_text()
+
+
 def test_auto_uses_what_env_reports_and_a_forced_bad_value_exits_2(xlaunch_bin, tmp_path,
                                                                    marker):
     r = subprocess.run([xlaunch_bin, "env"], capture_output=True, text=True, timeout=60,

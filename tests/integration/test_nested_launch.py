@@ -1,7 +1,11 @@
 """A launch inside a worker of another xlaunch job takes its settings from its own flags, not
 from the variables the outer job gave its workers (docs/config.md, "Nested launches")."""
+import fcntl
 import json
+import os
 import sys
+
+import pytest
 
 from launch_helpers import launch
 
@@ -45,34 +49,53 @@ def test_a_nested_launch_ignores_the_outer_jobs_worker_variables(xlaunch_bin, tm
                                                                                  outer_dir)
 
 
-RESTARTED_OUTER = r'''
-import os, pathlib, subprocess, sys
+RESTARTED_OUTER = r"""
+import os, pathlib, signal, subprocess, sys
 out = pathlib.Path(os.environ["OUT_DIR"])
 if os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
     sys.exit(5)  # the outer attempt fails: its cgroup gets cgroup.kill before attempt 1
 inner = [os.environ["NESTED_BIN"], "launch", "--python", sys.executable, "--num_processes", "2",
          "--log_dir", str(out / "inner_logs"), os.environ["INNER_SCRIPT"]]
-sys.exit(subprocess.run(inner).returncode)
-'''
+# A program that ignores SIGCHLD passes that on through exec (Python's subprocess does not
+# restore it): then the kernel reaps a child at once, and its exit status tells nothing.
+ignore = lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+sys.exit(subprocess.run(inner, preexec_fn=ignore if os.environ["IGNORE_SIGCHLD"] == "1"
+                        else None).returncode)
+"""
+
+INNER_PIPES = r"""
+import fcntl, json, os
+with open(f"{os.environ['OUT_DIR']}/inner_{os.environ['RANK']}.json", "w") as f:
+    json.dump({"RANK": os.environ["RANK"], "pipe": fcntl.fcntl(1, fcntl.F_GETPIPE_SZ)}, f)
+"""
 
 
-def test_a_nested_launch_in_a_restarted_outer_attempt_runs_its_ranks(xlaunch_bin, tmp_path):
+@pytest.mark.parametrize("sigchld", ["default", "ignored"])
+def test_a_nested_launch_in_a_restarted_outer_attempt_runs_its_ranks(xlaunch_bin, tmp_path,
+                                                                     sigchld):
     """The inner run's cgroup is made inside the outer one, which cgroup.kill ended attempt 0
     of. Linux 6.18 kills a child born (CLONE_INTO_CGROUP) into a cgroup whose kill count
-    differs from its parent's: the inner launcher must find that out and move its ranks in
-    instead of having them killed at birth."""
+    differs from its parent's: the inner launcher must find that out, even with SIGCHLD
+    ignored, and move its ranks in instead of having them killed at birth. Its rank pipes
+    keep the kernel's size (the pipe budget is per launcher, not per user)."""
     out = tmp_path / "out"
     out.mkdir()
     (tmp_path / "outer.py").write_text(RESTARTED_OUTER)
-    (tmp_path / "inner.py").write_text(INNER)
+    (tmp_path / "inner.py").write_text(INNER_PIPES)
     r = launch(xlaunch_bin, ["--num_processes", "1", "--max_restarts", "1",
                              str(tmp_path / "outer.py")],
                env={"OUT_DIR": str(out), "NESTED_BIN": xlaunch_bin,
-                    "INNER_SCRIPT": str(tmp_path / "inner.py"), "XLAUNCH_CONTAINMENT": "cgroup"},
+                    "INNER_SCRIPT": str(tmp_path / "inner.py"), "XLAUNCH_CONTAINMENT": "cgroup",
+                    "IGNORE_SIGCHLD": "1" if sigchld == "ignored" else "0"},
                timeout=120)
     inner_logs = "".join(p.read_text() for p in (out / "inner_logs").glob("*/xlaunch.log"))
+    assert "restarting every worker (restart 1 of 1)" in r.stderr, r.stderr
     assert r.returncode == 0, f"{r.stderr}\ninner xlaunch.log:\n{inner_logs}"
-    assert "restarting every worker (restart 1 of 1)" in r.stderr
     inner = [json.loads((out / f"inner_{k}.json").read_text()) for k in (0, 1)]
     assert [i["RANK"] for i in inner] == ["0", "1"]
     assert "cgroup" in inner_logs
+    read_end, write_end = os.pipe()
+    default = fcntl.fcntl(read_end, fcntl.F_GETPIPE_SZ)
+    os.close(read_end)
+    os.close(write_end)
+    assert [i["pipe"] for i in inner] == [default, default]
