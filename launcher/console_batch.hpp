@@ -36,6 +36,14 @@ class ConsoleBatch {
     data_[size_++] = '\n';
   }
 
+  /// `n` writable bytes after what the batch holds, for a writer that then says how many
+  /// it used with commit_space (the rest is scratch).
+  char* append_space(std::size_t n) {
+    if (capacity_ - size_ < n) grow(size_ + n);
+    return data_.get() + size_;
+  }
+  void commit_space(std::size_t used) { size_ += used; }
+
   std::string_view view() const { return {data_.get(), size_}; }
   bool empty() const { return size_ == 0; }
   void clear() { size_ = 0; }

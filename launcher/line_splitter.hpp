@@ -27,6 +27,7 @@ class LineSplitter {
 
   bool has_partial() const { return !pending_.empty(); }
   std::size_t partial_size() const { return pending_.size(); }
+  std::size_t max_piece() const { return max_piece_; }
 
  private:
   std::size_t max_piece_;

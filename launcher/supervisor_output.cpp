@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 
+#include "launcher/prefix_lines.hpp"
 #include "launcher/supervisor_impl.hpp"
 
 namespace xlaunch::launcher {
@@ -57,9 +58,20 @@ void Supervisor::Impl::on_bytes(Worker& worker, Stream& stream, std::string_view
   // Every piece ends with a byte of the read, or is a cut of a long line, or the flush.
   const std::size_t text = stream.splitter.partial_size() + bytes.size();
   if (stream.shown) console_batch.reserve(text, text + 1, worker.prefix.size());
-  stream.splitter.feed(bytes, [&](std::string_view text, char terminator) {
+  auto to_pieces = [&](std::string_view text, char terminator) {
     on_piece(worker, stream, text, terminator);
-  });
+  };
+  if (stream.shown && !stream.is_stderr) {
+    // A chatty rank's plain lines in one pass (prefix_lines.hpp).
+    feed_shown(stream.splitter, console_batch, worker.prefix, bytes, to_pieces,
+               [&](const PrefixedLines& plain) {
+                 batch_lines += plain.lines;
+                 if (!plain.last_text.empty()) batch_last_line = plain.last_text;
+                 stream.bar_open = false;
+               });
+  } else {
+    stream.splitter.feed(bytes, to_pieces);
+  }
   end_batch(worker, stream);
 }
 
