@@ -56,8 +56,8 @@ void Supervisor::Impl::on_bytes(Worker& worker, Stream& stream, std::string_view
   if (stream.log_fd >= 0) log_bytes(worker, stream, bytes);
   start_batch(bytes);
   // Every piece ends with a byte of the read, or is a cut of a long line, or the flush.
-  const std::size_t text = stream.splitter.partial_size() + bytes.size();
-  if (stream.shown) console_batch.reserve(text, text + 1, worker.prefix.size());
+  const std::size_t text_bytes = stream.splitter.partial_size() + bytes.size();
+  if (stream.shown) console_batch.reserve(text_bytes, text_bytes + 1, worker.prefix.size());
   auto to_pieces = [&](std::string_view text, char terminator) {
     on_piece(worker, stream, text, terminator);
   };
