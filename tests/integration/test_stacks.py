@@ -23,7 +23,8 @@ SEGV = textwrap.dedent("""\
     crash()
     """)
 
-# Waits in a function of its own until the test creates the stop file.
+# Waits in a function of its own until the test creates the stop file. A check written in
+# Python (pathlib's exists) would let a dump catch the rank inside it, one frame deeper.
 WAITER = textwrap.dedent("""\
     import os
     import pathlib
@@ -31,8 +32,8 @@ WAITER = textwrap.dedent("""\
 
 
     def wait_here(stop):
-        while not stop.exists():
-            time.sleep(0.05)
+        # Builtins only, on one line: a dump always finds the rank on line 8 of wait_here.
+        while not os.access(stop, os.F_OK): time.sleep(0.05)  # noqa: E701
 
 
     out = pathlib.Path(os.environ["OUT"])

@@ -47,9 +47,8 @@ CLOSER = textwrap.dedent("""\
     (out / ("ready_" + rank)).write_text(str(checkpoint.fileno()))
 
 
-    def wait_here(stop):
-        while not stop.exists():
-            time.sleep(0.05)
+    def wait_here(stop):  # builtins only: a dump never finds the rank one frame deeper
+        while not os.access(stop, os.F_OK): time.sleep(0.05)  # noqa: E701
 
 
     wait_here(out / "stop")
