@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "cli/flag_groups.hpp"
 #include "config/accelerate_keys.hpp"
 #include "config/usage_error.hpp"
 #include "launcher/console.hpp"
@@ -71,7 +72,8 @@ const char* type_name(const config::AccelerateArg& arg) {
 bool given(const CLI::App& cmd, const AccelerateFlags& flags, std::string_view name) {
   const auto known = flags.options.find(name);
   if (known != flags.options.end()) return known->second->count() > 0;
-  return cmd.count("--" + std::string(name)) > 0;  // one of launch_flags.cpp's
+  const CLI::Option* launch_flag = find_flag(cmd, name);  // one of launch_flags.cpp's
+  return launch_flag != nullptr && launch_flag->count() > 0;
 }
 
 }  // namespace
@@ -81,25 +83,27 @@ void add_accelerate_flags(CLI::App& cmd, AccelerateFlags& flags) {
     const std::string name(arg.name);
     std::string help(arg.help);
     if (arg.kind == config::ArgKind::Switch) {
-      flags.options[name] = cmd.add_flag(names(name), flags.switches[name], help)->group(kGroup);
+      flags.options[name] =
+          flag_group(cmd, kGroup).add_flag(names(name), flags.switches[name], help);
     } else {
       if (arg.kind == config::ArgKind::Choice) help += " (" + config::allowed_values(arg) + ")";
-      flags.options[name] = cmd.add_option(names(name), flags.values[name], help)
-                                ->type_name(type_name(arg))
-                                ->group(kGroup);
+      flags.options[name] = flag_group(cmd, kGroup)
+                                .add_option(names(name), flags.values[name], help)
+                                ->type_name(type_name(arg));
     }
   }
   flags.options["same_network"] =
-      cmd.add_flag("--same_network,--same-network", flags.switches["same_network"],
-                   "Accepted for accelerate: every machine is on one network (sets same_network)")
-          ->group(kGroup);
+      flag_group(cmd, kGroup)
+          .add_flag("--same_network,--same-network", flags.switches["same_network"],
+                    "Accepted for accelerate: every machine is on one network (sets same_network)");
   for (const OtherFlag& f : kOther) {
     const std::string help =
         fmt::format("{} ({})", f.refused ? "Refused" : "No effect",
                     *f.reason ? f.reason : "xlaunch's failure report is the same either way");
-    flags.options[f.name] =
-        f.takes_value ? cmd.add_option(names(f.name), flags.values[f.name], help)->group(kGroup)
-                      : cmd.add_flag(names(f.name), flags.switches[f.name], help)->group(kGroup);
+    CLI::App& group = flag_group(cmd, kGroup);
+    flags.options[f.name] = f.takes_value
+                                ? group.add_option(names(f.name), flags.values[f.name], help)
+                                : group.add_flag(names(f.name), flags.switches[f.name], help);
   }
 }
 

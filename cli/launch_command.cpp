@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/flag_groups.hpp"
 #include "cli/launch_flags.hpp"
 #include "config/schema.hpp"
 #include "config/usage_error.hpp"
@@ -26,7 +27,7 @@ UsageError unknown_flag(const CLI::App& cmd, const std::string& given) {
   std::string name = given.substr(0, given.find('='));
   std::string best;
   std::size_t best_distance = 3;  // further than this is not a typo
-  for (const CLI::Option* option : cmd.get_options()) {
+  for (const CLI::Option* option : every_option(cmd)) {
     for (const std::string& known : option->get_lnames()) {
       std::size_t d = config::edit_distance(name, "--" + known);
       if (d < best_distance) best_distance = d, best = "--" + known;
@@ -109,7 +110,7 @@ int dry_run(const job::LaunchRequest& request) {
 }
 
 /// "Usage: xlaunch launch [OPTIONS] PROGRAM [ARGS...]" rather than CLI11's "[PROGRAM...]".
-class LaunchUsage : public CLI::Formatter {
+class LaunchUsage : public FlagGroupsFormatter {
  public:
   std::string make_usage(const CLI::App*, std::string) const override {
     return "Usage: xlaunch launch [OPTIONS] PROGRAM [ARGS...]\n";

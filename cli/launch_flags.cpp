@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdlib>
 
+#include "cli/flag_groups.hpp"
 #include "config/env_settings.hpp"
 #include "config/flag_settings.hpp"
 #include "config/launch_rules.hpp"
@@ -197,38 +198,38 @@ void add_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
     std::string& target = flags.raw[f.key];
     const std::string names = with_dashed_spellings(f.names);
     // A switch bare is "true"; --flag=false also works, as the config's true/false does.
-    flags.options[f.key] =
-        f.is_switch ? cmd.add_flag(names, target, f.help)->group(f.group)
-                    : cmd.add_option(names, target, f.help)->group(f.group)->type_name(f.type);
+    CLI::App& group = flag_group(cmd, f.group);
+    flags.options[f.key] = f.is_switch ? group.add_flag(names, target, f.help)
+                                       : group.add_option(names, target, f.help)->type_name(f.type);
   }
   for (const NoOpFlag& f : kNoOpFlags) {
-    flags.options[f.name] = cmd.add_option(with_dashed_spellings(std::string("--") + f.name),
-                                           flags.no_op[f.name], f.help)
-                                ->group(kTorchrunNoOp)
+    flags.options[f.name] = flag_group(cmd, kTorchrunNoOp)
+                                .add_option(with_dashed_spellings(std::string("--") + f.name),
+                                            flags.no_op[f.name], f.help)
                                 ->type_name(f.type);
   }
-  cmd.add_flag(with_dashed_spellings("--multi_gpu"), flags.multi_gpu,
-               "Same as --distributed_type MULTI_GPU")
-      ->group(kLaunch);
-  cmd.add_option(with_dashed_spellings("--config_file"), flags.config_file,
-                 "YAML config to read (default: $XLAUNCH_CONFIG_FILE, else "
-                 "~/.config/xlaunch/default_config.yaml)")
-      ->group(kLaunch)
+  flag_group(cmd, kLaunch)
+      .add_flag(with_dashed_spellings("--multi_gpu"), flags.multi_gpu,
+                "Same as --distributed_type MULTI_GPU");
+  flag_group(cmd, kLaunch)
+      .add_option(with_dashed_spellings("--config_file"), flags.config_file,
+                  "YAML config to read (default: $XLAUNCH_CONFIG_FILE, else "
+                  "~/.config/xlaunch/default_config.yaml)")
       ->type_name("FILE");
-  cmd.add_flag("-m,--module", flags.module, "Run PROGRAM as a Python module (python -m)")
-      ->group(kLaunch);
-  cmd.add_flag(with_dashed_spellings("--no_python"), flags.no_python,
-               "Run PROGRAM as is, without Python")
-      ->group(kLaunch);
-  cmd.add_flag(with_dashed_spellings("--run_path"), flags.run_path,
-               "Run PROGRAM with Python whatever its name (torchrun's runpy.run_path)")
-      ->group(kLaunch);
-  cmd.add_flag(with_dashed_spellings("--dry_run"), flags.dry_run,
-               "Print the resolved settings and the worker command, then exit; starts nothing")
-      ->group(kLaunch);
-  cmd.add_flag("--standalone", flags.standalone,
-               "One machine, store on a free loopback port (torchrun's flag)")
-      ->group(kMachines);
+  flag_group(cmd, kLaunch)
+      .add_flag("-m,--module", flags.module, "Run PROGRAM as a Python module (python -m)");
+  flag_group(cmd, kLaunch)
+      .add_flag(with_dashed_spellings("--no_python"), flags.no_python,
+                "Run PROGRAM as is, without Python");
+  flag_group(cmd, kLaunch)
+      .add_flag(with_dashed_spellings("--run_path"), flags.run_path,
+                "Run PROGRAM with Python whatever its name (torchrun's runpy.run_path)");
+  flag_group(cmd, kLaunch)
+      .add_flag(with_dashed_spellings("--dry_run"), flags.dry_run,
+                "Print the resolved settings and the worker command, then exit; starts nothing");
+  flag_group(cmd, kMachines)
+      .add_flag("--standalone", flags.standalone,
+                "One machine, store on a free loopback port (torchrun's flag)");
 
   add_accelerate_flags(cmd, flags.accelerate);
 

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli/flag_groups.hpp"
 #include "cli/launch_flags.hpp"
 #include "config/usage_error.hpp"
 #include "job/launch.hpp"
@@ -88,6 +89,7 @@ void add_test_command(CLI::App& app, Action& run) {
   auto backend = std::make_shared<std::string>("auto");
   CLI::App* cmd = app.add_subcommand(
       "test", "Launch the built-in self-test (store, barrier, all-reduce) on every process");
+  cmd->formatter(std::make_shared<FlagGroupsFormatter>());
   add_launch_flags(*cmd, *flags);
   cmd->add_option("--backend", *backend, "All-reduce backend: auto (NCCL on GPUs, else Gloo)")
       ->check(CLI::IsMember({"auto", "nccl", "gloo"}));

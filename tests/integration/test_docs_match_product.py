@@ -139,6 +139,22 @@ def test_accelerates_flags_are_documented_and_their_refusals_said(xlaunch_bin):
     assert not problems, "\n".join(problems)
 
 
+def test_no_flag_name_is_taken_twice(xlaunch_bin):
+    # The flags live in CLI11 option groups (cli/flag_groups.hpp), which check a new name only
+    # against their own group's: a name in two groups would parse into one of them silently.
+    for command in (["launch"], ["test"]):
+        text = subprocess.run([xlaunch_bin, *command, "--help"], capture_output=True,
+                              text=True, check=True).stdout
+        seen = {}
+        for line in text.splitlines():
+            if not line.startswith("  -"):
+                continue
+            for name in line.split()[0].split(","):
+                assert name not in seen, f"{command}: {name} twice: {seen[name]!r} and {line!r}"
+                seen[name] = line
+        assert "--num_processes" in seen and "--use_fsdp" in seen and "-h" in seen
+
+
 def test_every_documented_flag_exists(xlaunch_bin):
     known = {n for option in help_options(xlaunch_bin) for n in option["names"]}
     missing = [f for row in MAIN_ROWS + NO_OP_ROWS + ACCELERATE_ROWS
