@@ -1,19 +1,8 @@
 # XLAUNCH_STATIC: a self-contained xlaunch that needs nothing but the C library (preset
-# `package`, docs/install.md). The modules link `fmt::fmt` and `yaml-cpp`; here those names
-# mean fmt compiled from Debian's headers into a static library (Debian ships no libfmt.a) and
-# Debian's libyaml-cpp.a.
+# `package`, docs/install.md): static fmt and yaml-cpp (XlaunchStaticDeps.cmake), built against
+# an older glibc.
 
-find_path(XLAUNCH_FMT_INCLUDE_DIR fmt/format-inl.h REQUIRED)
-add_library(xlaunch_fmt STATIC ${PROJECT_SOURCE_DIR}/packaging/fmt_compiled.cpp)
-target_include_directories(xlaunch_fmt SYSTEM PUBLIC ${XLAUNCH_FMT_INCLUDE_DIR})
-add_library(fmt::fmt ALIAS xlaunch_fmt)
-
-find_library(XLAUNCH_YAML_CPP_ARCHIVE libyaml-cpp.a REQUIRED)
-find_path(XLAUNCH_YAML_CPP_INCLUDE_DIR yaml-cpp/yaml.h REQUIRED)
-add_library(yaml-cpp STATIC IMPORTED)
-set_target_properties(yaml-cpp PROPERTIES
-  IMPORTED_LOCATION ${XLAUNCH_YAML_CPP_ARCHIVE}
-  INTERFACE_INCLUDE_DIRECTORIES ${XLAUNCH_YAML_CPP_INCLUDE_DIR})
+include(${CMAKE_CURRENT_LIST_DIR}/XlaunchStaticDeps.cmake)
 
 # Against an older root's glibc (cmake/debian11-sysroot.cmake), /usr/include holds this
 # machine's newer glibc headers: never put it on a compile line.

@@ -162,8 +162,10 @@ void StallMonitor::on_start(int local_rank, int rank, long pid) {
   r = Impl::RankInfo{};
   r.rank = rank;
   r.pid = pid;
-  // Its files are named with the pid it sees for itself (another in a PID namespace).
-  r.own_pid = read_own_pid(pid);
+  // Its files are named with the pid it sees for itself (another in a PID namespace); a rank
+  // that runs no Python writes none, and its /proc need not be read at start.
+  const Impl& s = *impl_;
+  r.own_pid = s.options.python_stacks && s.options.python_ranks ? read_own_pid(pid) : pid;
   r.started = true;
   r.alive = true;
 }
