@@ -62,13 +62,19 @@ def test_a_stalled_console_does_not_delay_sigterm(xlaunch_bin, tmp_path):
 
 
 def test_a_closed_console_does_not_stop_the_job(xlaunch_bin, tmp_path):
-    # `xlaunch launch ... 2>&1 | head -1`: the reader leaves after one line.
+    # `xlaunch launch ... 2>&1 | head -1`: the reader leaves after one line. Rank 1 fails only
+    # once rank 0 has exited and been reaped (its pid is gone): failing while rank 0 was between
+    # its last line and its exit, it had rank 0 stopped by the launcher's SIGTERM.
     logs = tmp_path / "logs"
+    pid_file = tmp_path / "rank0_pid"
     p = subprocess.Popen([xlaunch_bin, "launch", "--num_processes", "2", "--log_dir", str(logs),
                           "--no_python", "/bin/sh", "-c",
                           "sleep 0.5; seq 1 20000; echo to-stderr >&2; "
-                          f"[ $RANK = 0 ] && {{ touch {tmp_path}/rank0_done; exit 0; }}; "
-                          f"while [ ! -e {tmp_path}/rank0_done ]; do sleep 0.05; done; exit 1"],
+                          f"[ $RANK = 0 ] && {{ echo $$ > {pid_file}.tmp; "
+                          f"mv {pid_file}.tmp {pid_file}; exit 0; }}; "
+                          f"while [ ! -e {pid_file} ]; do sleep 0.05; done; "
+                          f"while kill -0 $(cat {pid_file}) 2>/dev/null; do sleep 0.05; done; "
+                          "exit 1"],
                          env=merged_env(None), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          start_new_session=True)
     p.stdout.readline()
