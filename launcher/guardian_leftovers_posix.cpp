@@ -83,7 +83,16 @@ void empty_folder(int dir, int depth) {
   }
 }
 
-// A temporary run folder: the error files and folders of each attempt and rank, and
+// rank_<digits>.error.json (RunFiles::prepare_rank's name)
+bool is_error_file(const char* name) {
+  if (std::strncmp(name, "rank_", 5) != 0) return false;
+  const char* c = name + 5;
+  const char* digits = c;
+  while (*c >= '0' && *c <= '9') ++c;
+  return c != digits && std::strcmp(c, ".error.json") == 0;
+}
+
+// A temporary run folder: each attempt's folder and the ranks' error files in it, and
 // gpu.csv, as RunFiles removes them after a success; anything else (a worker's own file)
 // keeps its folder.
 void empty_run_folder(int dir) {
@@ -92,13 +101,8 @@ void empty_run_folder(int dir) {
     if (!digits_after(name, "attempt_")) return;
     const int attempt = ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (attempt < 0) return;
-    for_entries(attempt, buffers[1], [&](const char* rank, unsigned char) {
-      if (!digits_after(rank, "rank_")) return;
-      const int folder = ::openat(attempt, rank, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (folder < 0) return;
-      ::unlinkat(folder, "error.json", 0);
-      ::close(folder);
-      ::unlinkat(attempt, rank, AT_REMOVEDIR);
+    for_entries(attempt, buffers[1], [&](const char* file, unsigned char type) {
+      if (type != DT_DIR && is_error_file(file)) ::unlinkat(attempt, file, 0);
     });
     ::close(attempt);
     ::unlinkat(dir, name, AT_REMOVEDIR);

@@ -111,26 +111,31 @@ RunFiles::~RunFiles() {
 }
 
 void RunFiles::remove_created() const {
-  // Deepest first: rank folders (after the error file each was given), attempts, the folder.
-  for (auto it = created_dirs_.rbegin(); it != created_dirs_.rend(); ++it) {
-    ::unlink((*it + "/error.json").c_str());
-    ::rmdir(it->c_str());
-  }
+  // The error files handed out (most were never written), then the attempt folders.
+  for (const std::string& file : error_files_) ::unlink(file.c_str());
+  for (auto it = created_dirs_.rbegin(); it != created_dirs_.rend(); ++it) ::rmdir(it->c_str());
   for (const std::string& file : owned_files_) ::unlink(file.c_str());
   ::rmdir(run_dir_.c_str());  // fails, harmlessly, when a worker left something else
 }
 
-std::string RunFiles::prepare_rank_dir(int attempt, int rank) {
+RunFiles::RankFiles RunFiles::prepare_rank(int attempt, int rank) {
   const std::string attempt_dir = fmt::format("{}/attempt_{}", run_dir_, attempt);
-  if (make_dir(attempt_dir)) created_dirs_.push_back(attempt_dir);
+  if (attempt != made_attempt_) {
+    if (make_dir(attempt_dir)) created_dirs_.push_back(attempt_dir);
+    made_attempt_ = attempt;
+  }
+  if (!keep_output_) {
+    error_files_.push_back(fmt::format("{}/rank_{}.error.json", attempt_dir, rank));
+    return {error_files_.back(), ""};
+  }
   std::string dir = fmt::format("{}/rank_{}", attempt_dir, rank);
-  if (make_dir(dir)) created_dirs_.push_back(dir);
-  return dir;
+  make_dir(dir);
+  return {dir + "/error.json", dir};
 }
 
-int RunFiles::open_stream_log(const std::string& rank_dir, std::string_view name) const {
+int RunFiles::open_stream_log(const std::string& log_dir, std::string_view name) const {
   if (!keep_output_) return -1;
-  std::string path = fmt::format("{}/{}", rank_dir, name);
+  std::string path = fmt::format("{}/{}", log_dir, name);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     throw LaunchError(fmt::format("cannot create {}: {}", path, std::strerror(errno)),

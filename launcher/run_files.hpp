@@ -2,7 +2,9 @@
 // (xlaunch.log), summary.json and attempt_<n>/rank_<r>/{stdout,stderr}.log + error.json; a
 // run id used before gets DIR/<run_id>-2 (-3, ...) instead, so two runs never share a folder.
 // Without it, a fresh temporary folder ($TMPDIR/xlaunch-<run_id>-XXXXXX) holds only the
-// workers' error files; when the job succeeds, exactly what this run made there is removed.
+// workers' error files, attempt_<n>/rank_<r>.error.json (no folder per rank: each mkdir and
+// rmdir costs a disk round trip where the file system discards); when the job succeeds,
+// exactly what this run made there is removed.
 #pragma once
 
 #include <optional>
@@ -25,10 +27,16 @@ class RunFiles {
   const std::string& run_dir() const { return run_dir_; }
   bool keeps_output() const { return keep_output_; }
 
-  /// Creates attempt_<n>/rank_<r>/ and returns its path.
-  std::string prepare_rank_dir(int attempt, int rank);
-  /// Opens (creates, truncates) a log file for a worker stream; -1 without --log_dir.
-  int open_stream_log(const std::string& rank_dir, std::string_view name) const;
+  /// Where one rank of one attempt keeps its files.
+  struct RankFiles {
+    std::string error_file;  // its TORCHELASTIC_ERROR_FILE
+    std::string log_dir;     // the folder of its logs; empty without --log_dir
+  };
+  /// Creates the folders of `rank` in `attempt` (attempt_<n>/, with --log_dir also
+  /// attempt_<n>/rank_<r>/) and says where its files go.
+  RankFiles prepare_rank(int attempt, int rank);
+  /// Opens (creates, truncates) a log file in a rank's log folder; -1 without --log_dir.
+  int open_stream_log(const std::string& log_dir, std::string_view name) const;
 
   /// Appends a timestamped line to xlaunch.log (no-op without --log_dir).
   void log(std::string_view line);
@@ -49,7 +57,9 @@ class RunFiles {
 
   std::string run_dir_;
   std::vector<std::string> created_dirs_;  // below run_dir_, in creation order
+  std::vector<std::string> error_files_;   // handed out in the temporary folder
   std::vector<std::string> owned_files_;   // own_file()'s, in run_dir_
+  int made_attempt_ = -1;                  // the attempt whose folder exists already
   bool keep_output_ = false;
   bool keep_temporary_ = false;
   int log_fd_ = -1;

@@ -60,10 +60,14 @@ TEST_CASE("the temporary folder is new, and success removes only what the run ma
     RunFiles files("job", std::nullopt);
     dir = files.run_dir();
     CHECK(dir.starts_with((tmp.path / "xlaunch-job-").string()));
-    const std::string rank_dir = files.prepare_rank_dir(0, 3);
-    CHECK(rank_dir == dir + "/attempt_0/rank_3");
-    std::ofstream(rank_dir + "/error.json") << "{}";
-    files.prepare_rank_dir(1, 3);
+    const RunFiles::RankFiles rank = files.prepare_rank(0, 3);
+    CHECK(rank.error_file == dir + "/attempt_0/rank_3.error.json");
+    CHECK(rank.log_dir.empty());  // no folder per rank: nothing to log there
+    CHECK(fs::is_directory(dir + "/attempt_0"));
+    std::ofstream(rank.error_file) << "{}";
+    files.prepare_rank(0, 4);  // handed out, never written
+    files.prepare_rank(1, 3);
+    CHECK(entries(dir + "/attempt_0") == 1);
   }
   CHECK_FALSE(fs::exists(dir));
   CHECK(fs::exists(tmp.path / "xlaunch-job" / "theirs.txt"));
@@ -76,14 +80,29 @@ TEST_CASE("a file a worker left keeps its folder; a failed run keeps everything"
   {
     RunFiles files("job", std::nullopt);
     left = files.run_dir();
-    std::ofstream(files.prepare_rank_dir(0, 0) + "/core.txt") << "x";
+    files.prepare_rank(0, 0);
+    std::ofstream(left + "/attempt_0/core.txt") << "x";
   }
-  CHECK(fs::exists(left + "/attempt_0/rank_0/core.txt"));
+  CHECK(fs::exists(left + "/attempt_0/core.txt"));
   {
     RunFiles files("job", std::nullopt);
     kept = files.run_dir();
-    std::ofstream(files.prepare_rank_dir(0, 0) + "/error.json") << "{}";
+    std::ofstream(files.prepare_rank(0, 0).error_file) << "{}";
     files.keep();
   }
-  CHECK(fs::exists(kept + "/attempt_0/rank_0/error.json"));
+  CHECK(fs::exists(kept + "/attempt_0/rank_0.error.json"));
+}
+
+TEST_CASE("with --log_dir each rank has a folder for its logs and error file", "[run_files]") {
+  TempDir tmp;
+  const std::string logs = (tmp.path / "logs").string();
+  RunFiles files("exp", logs);
+  const RunFiles::RankFiles rank = files.prepare_rank(1, 2);
+  CHECK(rank.log_dir == logs + "/exp/attempt_1/rank_2");
+  CHECK(rank.error_file == logs + "/exp/attempt_1/rank_2/error.json");
+  CHECK(fs::is_directory(rank.log_dir));
+  const int fd = files.open_stream_log(rank.log_dir, "stdout.log");
+  CHECK(fd >= 0);
+  ::close(fd);
+  CHECK(fs::exists(rank.log_dir + "/stdout.log"));
 }

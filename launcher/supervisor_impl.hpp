@@ -153,7 +153,7 @@ struct Supervisor::Impl {
   // Waits for the console to take more while it has a backlog; never blocks the loop.
   void arm_console();
   void close_stream(Worker& worker, Stream& stream);
-  void open_stream(Stream& stream, int rank_index, const std::string& rank_dir, bool is_stderr,
+  void open_stream(Stream& stream, int rank_index, const std::string& log_dir, bool is_stderr,
                    Pipe& pipe);
 
   // --- the preloading template (supervisor_preload.cpp) -----------------------------

@@ -177,15 +177,16 @@ void Supervisor::Impl::close_stream(Worker& worker, Stream& stream) {
   if (!worker.running && worker.drained()) finish_worker(worker);
 }
 
-void Supervisor::Impl::open_stream(Stream& stream, int rank_index, const std::string& rank_dir,
+void Supervisor::Impl::open_stream(Stream& stream, int rank_index, const std::string& log_dir,
                                    bool is_stderr, Pipe& pipe) {
   stream.is_stderr = is_stderr;
   stream.console = is_stderr ? ConsoleStream::err : ConsoleStream::out;
   const bool rank_shown = !plan.console_ranks || plan.console_ranks->contains(rank_index);
   const auto& streams = plan.console_streams[rank_index];
   stream.shown = rank_shown && (is_stderr ? streams.stderr_shown : streams.stdout_shown);
-  stream.log_path = fmt::format("{}/{}", rank_dir, is_stderr ? "stderr.log" : "stdout.log");
-  stream.log_fd = files.open_stream_log(rank_dir, is_stderr ? "stderr.log" : "stdout.log");
+  const char* name = is_stderr ? "stderr.log" : "stdout.log";
+  stream.log_path = log_dir.empty() ? "" : fmt::format("{}/{}", log_dir, name);
+  stream.log_fd = files.open_stream_log(log_dir, name);
   stream.logged = 0;
   if (!stream.buffer) stream.buffer = std::make_unique_for_overwrite<char[]>(kReadChunk);
   stream.pipe = std::make_unique<asio::posix::stream_descriptor>(io, pipe.read_fd);

@@ -37,8 +37,8 @@ void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank)
   Pipe status;
   Environment env;
   try {
-    const std::string rank_dir = files.prepare_rank_dir(attempt, rank);
-    worker.error_file = rank_dir + "/error.json";
+    const RunFiles::RankFiles rank_files = files.prepare_rank(attempt, rank);
+    worker.error_file = rank_files.error_file;
     env = worker_environment(parent_env, plan, local_rank, attempt,
                              WorkerPaths{worker.error_file, files.run_dir()});
     if (monitor) monitor->add_worker_env(env);
@@ -47,8 +47,8 @@ void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank)
     resize_pipe(out.read_fd, rank_pipe_bytes);
     resize_pipe(err.read_fd, rank_pipe_bytes);
     status = make_pipe();
-    open_stream(worker.out, local_rank, rank_dir, false, out);
-    open_stream(worker.err, local_rank, rank_dir, true, err);
+    open_stream(worker.out, local_rank, rank_files.log_dir, false, out);
+    open_stream(worker.err, local_rank, rank_files.log_dir, true, err);
   } catch (const std::exception& e) {
     // No descriptors left, a log folder that cannot be made...: this rank fails to start
     // and the job ends with a report and its summary.json, like any other failure.

@@ -15,6 +15,8 @@ WAITER = textwrap.dedent("""\
 
     out = pathlib.Path(os.environ["OUT"])
     print("waiting", flush=True)
+    # What PyTorch's @record writes on an exception: the guardian removes it too.
+    pathlib.Path(os.environ["TORCHELASTIC_ERROR_FILE"]).write_text("{}")
     (out / ("ready_" + os.environ["RANK"])).write_text(str(os.getpid()))
     while True:
         time.sleep(1)
@@ -62,6 +64,8 @@ def test_a_killed_launchers_files_are_removed_by_its_guardian(xlaunch_bin, plain
     assert registered == ["killed.sock"], registered
     assert any(n.startswith("xlaunch-stacks-killed-") for n in before), before
     assert any(n.startswith("xlaunch-killed-") for n in before), before
+    run_folder = next(tmp.glob("xlaunch-killed-*"), None)
+    assert run_folder is None, sorted(str(p) for p in run_folder.rglob("*"))
     assert list((runtime / "xlaunch").iterdir()) == []
     assert list(tmp.iterdir()) == []
 
