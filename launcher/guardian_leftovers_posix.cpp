@@ -38,15 +38,6 @@ bool same(const char* path, const Registered& r) {
   return ::lstat(path, &st) == 0 && st.st_dev == r.dev && st.st_ino == r.ino;
 }
 
-bool digits_after(const char* name, const char* prefix) {
-  const std::size_t n = std::strlen(prefix);
-  if (std::strncmp(name, prefix, n) != 0 || name[n] == '\0') return false;
-  for (const char* c = name + n; *c != '\0'; ++c) {
-    if (*c < '0' || *c > '9') return false;
-  }
-  return true;
-}
-
 // Calls `each(name, d_type)` for every entry of the folder open as `dir` but . and ..;
 // `buffer` is the caller's, one per depth.
 template <typename Each>
@@ -83,29 +74,29 @@ void empty_folder(int dir, int depth) {
   }
 }
 
-// rank_<digits>.error.json (RunFiles::prepare_rank's name)
-bool is_error_file(const char* name) {
-  if (std::strncmp(name, "rank_", 5) != 0) return false;
-  const char* c = name + 5;
+// Skips "<prefix><digits>" at `name`: what follows, or nullptr.
+const char* after_number(const char* name, const char* prefix) {
+  const std::size_t n = std::strlen(prefix);
+  if (std::strncmp(name, prefix, n) != 0) return nullptr;
+  const char* c = name + n;
   const char* digits = c;
   while (*c >= '0' && *c <= '9') ++c;
-  return c != digits && std::strcmp(c, ".error.json") == 0;
+  return c == digits ? nullptr : c;
 }
 
-// A temporary run folder: each attempt's folder and the ranks' error files in it, and
-// gpu.csv, as RunFiles removes them after a success; anything else (a worker's own file)
-// keeps its folder.
+// attempt_<digits>.rank_<digits>.error.json (RunFiles::prepare_rank's name)
+bool is_error_file(const char* name) {
+  const char* rest = after_number(name, "attempt_");
+  rest = rest ? after_number(rest, ".rank_") : nullptr;
+  return rest != nullptr && std::strcmp(rest, ".error.json") == 0;
+}
+
+// A temporary run folder: the ranks' error files and gpu.csv, as RunFiles removes them after
+// a success; anything else (a worker's own file) keeps the folder.
 void empty_run_folder(int dir) {
-  for_entries(dir, buffers[0], [&](const char* name, unsigned char) {
-    if (std::strcmp(name, "gpu.csv") == 0) ::unlinkat(dir, name, 0);
-    if (!digits_after(name, "attempt_")) return;
-    const int attempt = ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (attempt < 0) return;
-    for_entries(attempt, buffers[1], [&](const char* file, unsigned char type) {
-      if (type != DT_DIR && is_error_file(file)) ::unlinkat(attempt, file, 0);
-    });
-    ::close(attempt);
-    ::unlinkat(dir, name, AT_REMOVEDIR);
+  for_entries(dir, buffers[0], [&](const char* name, unsigned char type) {
+    if (type == DT_DIR) return;
+    if (std::strcmp(name, "gpu.csv") == 0 || is_error_file(name)) ::unlinkat(dir, name, 0);
   });
 }
 

@@ -111,23 +111,19 @@ RunFiles::~RunFiles() {
 }
 
 void RunFiles::remove_created() const {
-  // The error files handed out (most were never written), then the attempt folders.
-  for (const std::string& file : error_files_) ::unlink(file.c_str());
-  for (auto it = created_dirs_.rbegin(); it != created_dirs_.rend(); ++it) ::rmdir(it->c_str());
+  for (const std::string& file : error_files_) ::unlink(file.c_str());  // most never written
   for (const std::string& file : owned_files_) ::unlink(file.c_str());
   ::rmdir(run_dir_.c_str());  // fails, harmlessly, when a worker left something else
 }
 
 RunFiles::RankFiles RunFiles::prepare_rank(int attempt, int rank) {
-  const std::string attempt_dir = fmt::format("{}/attempt_{}", run_dir_, attempt);
-  if (attempt != made_attempt_) {
-    if (make_dir(attempt_dir)) created_dirs_.push_back(attempt_dir);
-    made_attempt_ = attempt;
-  }
   if (!keep_output_) {
-    error_files_.push_back(fmt::format("{}/rank_{}.error.json", attempt_dir, rank));
+    error_files_.push_back(
+        fmt::format("{}/attempt_{}.rank_{}.error.json", run_dir_, attempt, rank));
     return {error_files_.back(), ""};
   }
+  const std::string attempt_dir = fmt::format("{}/attempt_{}", run_dir_, attempt);
+  make_dir(attempt_dir);
   std::string dir = fmt::format("{}/rank_{}", attempt_dir, rank);
   make_dir(dir);
   return {dir + "/error.json", dir};

@@ -61,13 +61,12 @@ TEST_CASE("the temporary folder is new, and success removes only what the run ma
     dir = files.run_dir();
     CHECK(dir.starts_with((tmp.path / "xlaunch-job-").string()));
     const RunFiles::RankFiles rank = files.prepare_rank(0, 3);
-    CHECK(rank.error_file == dir + "/attempt_0/rank_3.error.json");
-    CHECK(rank.log_dir.empty());  // no folder per rank: nothing to log there
-    CHECK(fs::is_directory(dir + "/attempt_0"));
+    CHECK(rank.error_file == dir + "/attempt_0.rank_3.error.json");
+    CHECK(rank.log_dir.empty());  // no folders inside: nothing to log there
     std::ofstream(rank.error_file) << "{}";
     files.prepare_rank(0, 4);  // handed out, never written
-    files.prepare_rank(1, 3);
-    CHECK(entries(dir + "/attempt_0") == 1);
+    std::ofstream(files.prepare_rank(1, 3).error_file) << "{}";
+    CHECK(entries(dir) == 2);
   }
   CHECK_FALSE(fs::exists(dir));
   CHECK(fs::exists(tmp.path / "xlaunch-job" / "theirs.txt"));
@@ -80,17 +79,18 @@ TEST_CASE("a file a worker left keeps its folder; a failed run keeps everything"
   {
     RunFiles files("job", std::nullopt);
     left = files.run_dir();
-    files.prepare_rank(0, 0);
-    std::ofstream(left + "/attempt_0/core.txt") << "x";
+    std::ofstream(files.prepare_rank(0, 0).error_file) << "{}";
+    std::ofstream(left + "/core.txt") << "x";
   }
-  CHECK(fs::exists(left + "/attempt_0/core.txt"));
+  CHECK(fs::exists(left + "/core.txt"));
+  CHECK_FALSE(fs::exists(left + "/attempt_0.rank_0.error.json"));
   {
     RunFiles files("job", std::nullopt);
     kept = files.run_dir();
     std::ofstream(files.prepare_rank(0, 0).error_file) << "{}";
     files.keep();
   }
-  CHECK(fs::exists(kept + "/attempt_0/rank_0.error.json"));
+  CHECK(fs::exists(kept + "/attempt_0.rank_0.error.json"));
 }
 
 TEST_CASE("with --log_dir each rank has a folder for its logs and error file", "[run_files]") {
