@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <stdexcept>
 #include <vector>
 
 #include "cli/flag_groups.hpp"
@@ -73,7 +74,8 @@ bool given(const CLI::App& cmd, const AccelerateFlags& flags, std::string_view n
   const auto known = flags.options.find(name);
   if (known != flags.options.end()) return known->second->count() > 0;
   const CLI::Option* launch_flag = find_flag(cmd, name);  // one of launch_flags.cpp's
-  return launch_flag != nullptr && launch_flag->count() > 0;
+  if (launch_flag == nullptr) throw std::logic_error("no flag --" + std::string(name));
+  return launch_flag->count() > 0;
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 #include "cli/flag_groups.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
+
+#include "config/schema.hpp"
 
 namespace xlaunch::cli {
 namespace {
@@ -40,6 +44,23 @@ const CLI::Option* find_flag(const CLI::App& cmd, std::string_view name) {
     if (std::find(names.begin(), names.end(), name) != names.end()) return option;
   }
   return nullptr;
+}
+
+UsageError unknown_flag(const CLI::App& cmd, const std::string& given, std::string_view command) {
+  const std::string name = given.substr(0, given.find('='));
+  std::string best;
+  std::size_t best_distance = 3;  // further than this is not a typo
+  for (const CLI::Option* option : every_option(cmd)) {
+    for (const std::string& known : option->get_lnames()) {
+      const std::size_t d = config::edit_distance(name, "--" + known);
+      if (d < best_distance) best_distance = d, best = "--" + known;
+    }
+  }
+  const std::string help = fmt::format("'xlaunch {} --help'", command);
+  return UsageError(fmt::format("unknown flag '{}' for 'xlaunch {}'", name, command),
+                    best.empty()
+                        ? fmt::format("run {} for every flag", help)
+                        : fmt::format("did you mean {}? ({} lists every flag)", best, help));
 }
 
 std::string FlagGroupsFormatter::make_subcommands(const CLI::App* app, CLI::AppFormatMode) const {

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "config/usage_error.hpp"
+
 namespace xlaunch::cli {
 
 /// The option group of `cmd` that takes the next flag under help heading `heading`: a new one
@@ -20,6 +22,10 @@ std::vector<const CLI::Option*> every_option(const CLI::App& cmd);
 
 /// The flag of `cmd` (its own or a group's) with long name --`name`, or nullptr.
 const CLI::Option* find_flag(const CLI::App& cmd, std::string_view name);
+
+/// The error for a flag `given` that `xlaunch <command>` does not have, with the closest
+/// spelling it has as a hint.
+UsageError unknown_flag(const CLI::App& cmd, const std::string& given, std::string_view command);
 
 /// Prints the groups' flags under their headings, as CLI11 prints a command's own (for a
 /// command without subcommands of its own, as `launch` and `test` are).

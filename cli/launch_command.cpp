@@ -23,22 +23,6 @@
 namespace xlaunch::cli {
 namespace {
 
-UsageError unknown_flag(const CLI::App& cmd, const std::string& given) {
-  std::string name = given.substr(0, given.find('='));
-  std::string best;
-  std::size_t best_distance = 3;  // further than this is not a typo
-  for (const CLI::Option* option : every_option(cmd)) {
-    for (const std::string& known : option->get_lnames()) {
-      std::size_t d = config::edit_distance(name, "--" + known);
-      if (d < best_distance) best_distance = d, best = "--" + known;
-    }
-  }
-  return UsageError("unknown flag '" + name + "' for 'xlaunch launch'",
-                    best.empty()
-                        ? "run 'xlaunch launch --help' for every flag"
-                        : "did you mean " + best + "? ('xlaunch launch --help' lists every flag)");
-}
-
 /// A word where the program goes that is surely a flag's value ("7" in --gpu_ids 6 7 train.py,
 /// "false" in --use_cpu false train.py): say what happened rather than "program '7' not found".
 void check_program_word(const std::vector<std::string>& rest) {
@@ -143,7 +127,7 @@ void add_launch_command(CLI::App& app, Action& run) {
       // What CLI11 could not place: flags it does not know, and the "--" mark itself.
       std::vector<std::string> stray = cmd->remaining();
       std::erase(stray, "--");
-      if (!stray.empty()) throw unknown_flag(*cmd, stray.front());
+      if (!stray.empty()) throw unknown_flag(*cmd, stray.front(), "launch");
       const std::vector<std::string>& rest = *command;
       if (rest.empty()) {
         throw UsageError("no program given", "usage: xlaunch launch [OPTIONS] PROGRAM [ARGS...]");

@@ -82,6 +82,15 @@ int print_table(const fs::path& dir) {
   return ok ? 0 : 1;
 }
 
+/// The help of a command that takes flags only: its refused words' positional stays unshown.
+class TestHelp : public FlagGroupsFormatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return "Usage: xlaunch test [OPTIONS]\n";
+  }
+  std::string make_positionals(const CLI::App*) const override { return ""; }
+};
+
 }  // namespace
 
 void add_test_command(CLI::App& app, Action& run) {
@@ -89,12 +98,24 @@ void add_test_command(CLI::App& app, Action& run) {
   auto backend = std::make_shared<std::string>("auto");
   CLI::App* cmd = app.add_subcommand(
       "test", "Launch the built-in self-test (store, barrier, all-reduce) on every process");
-  cmd->formatter(std::make_shared<FlagGroupsFormatter>());
+  cmd->formatter(std::make_shared<TestHelp>());
   add_launch_flags(*cmd, *flags);
   cmd->add_option("--backend", *backend, "All-reduce backend: auto (NCCL on GPUs, else Gloo)")
       ->check(CLI::IsMember({"auto", "nccl", "gloo"}));
-  cmd->callback([cmd, flags, backend, &run] {
-    run = [cmd, flags, backend] {
+  // Words that are not flags, kept to be refused below (TestHelp leaves it out of --help).
+  // Without a positional, CLI11 would take an empty word for the name of a flag group, which
+  // has none, and parse the rest inside that group for ever.
+  auto stray = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("ARGS", *stray)->allow_extra_args();
+  cmd->callback([cmd, flags, backend, stray, &run] {
+    run = [cmd, flags, backend, stray] {
+      const std::vector<std::string> unknown = cmd->remaining();
+      if (!unknown.empty()) throw unknown_flag(*cmd, unknown.front(), "test");
+      if (!stray->empty()) {
+        throw UsageError(fmt::format("unexpected argument '{}' for 'xlaunch test'", stray->front()),
+                         "'xlaunch test' runs its own program and takes flags only: "
+                         "'xlaunch test --help' lists them");
+      }
       finish_launch_flags(*cmd, *flags);
       fs::path selftest = fs::read_symlink("/proc/self/exe").parent_path() / "xlaunch-selftest";
       if (!fs::exists(selftest)) {

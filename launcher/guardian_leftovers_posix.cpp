@@ -91,13 +91,19 @@ bool is_error_file(const char* name) {
   return rest != nullptr && std::strcmp(rest, ".error.json") == 0;
 }
 
-// A temporary run folder: the ranks' error files and gpu.csv, as RunFiles removes them after
-// a success; anything else (a worker's own file) keeps the folder.
+// A temporary run folder: the ranks' error files and the run's own files (RunFiles::own_file:
+// gpu.csv, preload.log), as RunFiles removes them after a success; anything else (a worker's
+// own file) keeps the folder.
 void empty_run_folder(int dir) {
-  for_entries(dir, buffers[0], [&](const char* name, unsigned char type) {
-    if (type == DT_DIR) return;
-    if (std::strcmp(name, "gpu.csv") == 0 || is_error_file(name)) ::unlinkat(dir, name, 0);
-  });
+  for (int pass = 0; pass < 3; ++pass) {  // entries removed while reading may be skipped
+    for_entries(dir, buffers[0], [&](const char* name, unsigned char type) {
+      if (type == DT_DIR) return;
+      if (std::strcmp(name, "gpu.csv") == 0 || std::strcmp(name, "preload.log") == 0 ||
+          is_error_file(name)) {
+        ::unlinkat(dir, name, 0);
+      }
+    });
+  }
 }
 
 void remove_one(const Registered& r) {

@@ -147,7 +147,7 @@ class GroupGuardian {
   /// closes before forget_leftovers(), the guardian removes `path`, once the run's processes
   /// are gone and only while it is the same file or folder as now (device and inode): a
   /// file, a folder and all it holds, or a temporary run folder (only what xlaunch makes in
-  /// it: attempt_N/rank_R/error.json and gpu.csv). guardian_leftovers_posix.cpp.
+  /// it: attempt_N.rank_R.error.json, gpu.csv and preload.log). guardian_leftovers_posix.cpp.
   enum class Leftover : char { file = 'f', folder = 't', run_folder = 'r' };
   void remove_if_killed(const std::string& path, Leftover kind);
   /// The launcher ends normally and removes its own files: the guardian forgets them.

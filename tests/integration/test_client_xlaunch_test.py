@@ -28,3 +28,18 @@ def test_xlaunch_test_fails_when_the_backend_cannot_run(xlaunch_bin):
     assert result.returncode != 0
     assert "FAIL" in result.stdout
     assert "CUDA" in result.stdout + result.stderr
+
+
+def test_xlaunch_test_refuses_words_it_does_not_take(xlaunch_bin):
+    # An empty word (an unset "$EXTRA" in a job script) once made CLI11 parse the rest inside a
+    # flag group for ever; a stray word or a misspelt flag was silently ignored.
+    result = xlaunch(xlaunch_bin, "test", "", "--max_restarts", 1)
+    assert result.returncode == 2, result.stderr
+    assert "unexpected argument '' for 'xlaunch test'" in result.stderr
+    result = xlaunch(xlaunch_bin, "test", "--nproc_per_nod", 2)
+    assert result.returncode == 2, result.stderr
+    assert "unknown flag '--nproc_per_nod' for 'xlaunch test'" in result.stderr
+    assert "did you mean --nproc_per_node?" in result.stderr
+    result = xlaunch(xlaunch_bin, "test", "train.py")
+    assert result.returncode == 2, result.stderr
+    assert "unexpected argument 'train.py'" in result.stderr

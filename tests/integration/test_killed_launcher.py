@@ -83,3 +83,12 @@ def test_a_killed_launcher_keeps_the_log_folder_it_was_asked_for(xlaunch_bin, pl
     for rank in (0, 1):
         assert (folder / "attempt_0" / f"rank_{rank}" / "stdout.log").read_text() == "waiting\n"
     assert not (folder / "summary.json").exists()
+
+
+def test_a_killed_launchers_preload_log_goes_too(xlaunch_bin, plain_python, tmp_path):
+    # --preload's template writes preload.log into the temporary run folder.
+    runtime, tmp, before, registered = kill_launcher_mid_run(xlaunch_bin, plain_python,
+                                                             tmp_path, ["--preload", "json"])
+    assert any(n.startswith("xlaunch-killed-") for n in before), before
+    run_folder = next(tmp.glob("xlaunch-killed-*"), None)
+    assert run_folder is None, sorted(str(p) for p in run_folder.rglob("*"))

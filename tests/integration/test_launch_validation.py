@@ -105,7 +105,7 @@ def test_a_file_a_worker_leaves_in_the_temporary_folder_stays(xlaunch_bin, tmp_p
     assert r.returncode == 0, r.stderr
     (folder,) = tmpdir.iterdir()
     assert folder.name.startswith("xlaunch-job2-")
-    # The run's own rank and attempt folders went; the worker's file and its folder stay.
+    # The run's own error files went; the worker's file and its folder stay.
     assert sorted(p.name for p in folder.iterdir()) == ["left.txt"]
 
 

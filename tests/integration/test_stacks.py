@@ -23,8 +23,9 @@ SEGV = textwrap.dedent("""\
     crash()
     """)
 
-# Waits in a function of its own until the test creates the stop file. A check written in
-# Python (pathlib's exists) would let a dump catch the rank inside it, one frame deeper.
+# Waits in a function of its own until the test creates the stop file. A check that runs
+# Python (pathlib's exists, a Path's __fspath__) would let a dump catch the rank inside it, one
+# frame deeper.
 WAITER = textwrap.dedent("""\
     import os
     import pathlib
@@ -38,7 +39,7 @@ WAITER = textwrap.dedent("""\
 
     out = pathlib.Path(os.environ["OUT"])
     (out / ("ready_" + os.environ["RANK"])).write_text(os.environ.get("XLAUNCH_STACKS_DIR", "-"))
-    wait_here(out / "stop")
+    wait_here(os.fspath(out / "stop"))  # a str: os.access then runs no Python
     """)
 
 DIAL = textwrap.dedent("""\

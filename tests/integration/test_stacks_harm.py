@@ -51,7 +51,7 @@ CLOSER = textwrap.dedent("""\
         while not os.access(stop, os.F_OK): time.sleep(0.05)  # noqa: E701
 
 
-    wait_here(out / "stop")
+    wait_here(os.fspath(out / "stop"))  # a str: os.access then runs no Python
     checkpoint.close()
     """)
 
