@@ -23,23 +23,25 @@ SEGV = textwrap.dedent("""\
     crash()
     """)
 
-# Waits in a function of its own until the test creates the stop file. A check that runs
-# Python (pathlib's exists, a Path's __fspath__) would let a dump catch the rank inside it, one
-# frame deeper.
+# Waits in a function of its own until the test creates the stop file, on one line of
+# builtins only: a check that runs Python (pathlib's exists, a Path's __fspath__) would let a
+# dump catch the rank one frame deeper. The ready file is made on that same line, so a rank
+# that has made it is where every dump will find it (made before, by write_text, a dump caught
+# rank 0 still inside pathlib's write_text).
 WAITER = textwrap.dedent("""\
     import os
     import pathlib
     import time
 
 
-    def wait_here(stop):
-        # Builtins only, on one line: a dump always finds the rank on line 8 of wait_here.
-        while not os.access(stop, os.F_OK): time.sleep(0.05)  # noqa: E701
+    def wait_here(stop, ready):
+        # Line 8, in wait_here, from the ready file on: what the test expects of every dump.
+        while not os.access(stop, os.F_OK): os.close(os.open(ready, os.O_CREAT | os.O_WRONLY, 0o644)); time.sleep(0.05)  # noqa: E501,E701
 
 
     out = pathlib.Path(os.environ["OUT"])
-    (out / ("ready_" + os.environ["RANK"])).write_text(os.environ.get("XLAUNCH_STACKS_DIR", "-"))
-    wait_here(os.fspath(out / "stop"))  # a str: os.access then runs no Python
+    ready = os.fspath(out / ("ready_" + os.environ["RANK"]))
+    wait_here(os.fspath(out / "stop"), ready)
     """)
 
 DIAL = textwrap.dedent("""\

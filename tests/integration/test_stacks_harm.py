@@ -44,14 +44,14 @@ CLOSER = textwrap.dedent("""\
     checkpoint = open(out / ("checkpoint_" + rank), "w")
     checkpoint.write("CHECKPOINT\\n")
     checkpoint.flush()
-    (out / ("ready_" + rank)).write_text(str(checkpoint.fileno()))
+    (out / ("fd_" + rank)).write_text(str(checkpoint.fileno()))
 
 
-    def wait_here(stop):  # builtins only: a dump never finds the rank one frame deeper
-        while not os.access(stop, os.F_OK): time.sleep(0.05)  # noqa: E701
+    def wait_here(stop, ready):  # builtins only, and ready made there: see test_stacks.WAITER
+        while not os.access(stop, os.F_OK): os.close(os.open(ready, os.O_CREAT | os.O_WRONLY, 0o644)); time.sleep(0.05)  # noqa: E501,E701
 
 
-    wait_here(os.fspath(out / "stop"))  # a str: os.access then runs no Python
+    wait_here(os.fspath(out / "stop"), os.fspath(out / ("ready_" + rank)))
     checkpoint.close()
     """)
 
@@ -164,7 +164,7 @@ def test_xlaunch_stacks_never_writes_into_a_file_the_rank_opened(xlaunch_bin, pl
     try:
         wait_for_files(tmp_path, "ready_*", 2, timeout=120)
         # Both ranks' checkpoints took a descriptor number below 256 that a dump could use.
-        assert all(int((tmp_path / f"ready_{r}").read_text()) < 256 for r in range(2))
+        assert all(int((tmp_path / f"fd_{r}").read_text()) < 256 for r in range(2))
         r = stacks_cmd(xlaunch_bin, env)
     finally:
         (tmp_path / "stop").write_text("")
