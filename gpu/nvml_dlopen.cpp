@@ -1,6 +1,7 @@
 // NVML through dlopen: xlaunch must start on machines without a GPU driver, so it links
 // no GPU library and looks the few functions it needs up at run time.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -44,15 +45,30 @@ bool bind(void* lib, const char* symbol, F& into) {
   return into != nullptr;
 }
 
+const char* library_override() {
+  const char* path = std::getenv("XLAUNCH_NVML_LIBRARY");
+  return path != nullptr && *path != '\0' ? path : nullptr;
+}
+
+// The driver's library to load, or null when no NVIDIA driver runs here: NVML cannot
+// initialise without the driver's device node (/dev/dxg under WSL), and looking for the
+// library through every directory of the loader's path costs a CPU-only launch about 80
+// system calls.
 const char* library_path() {
-  const char* override_path = std::getenv("XLAUNCH_NVML_LIBRARY");
-  return override_path != nullptr && *override_path != '\0' ? override_path : "libnvidia-ml.so.1";
+  if (const char* path = library_override()) return path;
+  const bool driver = ::access("/dev/nvidiactl", F_OK) == 0 || ::access("/dev/dxg", F_OK) == 0;
+  return driver ? "libnvidia-ml.so.1" : nullptr;
+}
+
+void* open_library() {
+  const char* path = library_path();
+  return path == nullptr ? nullptr : ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
 }
 
 }  // namespace
 
 std::optional<NvmlReport> query_nvml() {
-  void* lib = ::dlopen(library_path(), RTLD_NOW | RTLD_LOCAL);
+  void* lib = open_library();
   if (lib == nullptr) return std::nullopt;
   Nvml nvml;
   bool ok = bind(lib, "nvmlInit_v2", nvml.init) && bind(lib, "nvmlShutdown", nvml.shutdown) &&
@@ -111,7 +127,7 @@ NvmlSession::~NvmlSession() = default;
 
 std::unique_ptr<NvmlSession> NvmlSession::open() {
   auto impl = std::make_unique<Impl>();
-  impl->lib = ::dlopen(library_path(), RTLD_NOW | RTLD_LOCAL);
+  impl->lib = open_library();
   if (impl->lib == nullptr) return nullptr;
   void* lib = impl->lib;
   // Drivers since r470 export the _v3 process list; older ones only _v2.

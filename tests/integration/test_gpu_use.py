@@ -130,3 +130,23 @@ def test_cpu_jobs_are_not_sampled(xlaunch_bin, fake_nvml, tmp_path):
     assert "xlaunch: GPU" not in r.stderr
     (run_dir,) = (tmp_path / "logs").iterdir()
     assert not (run_dir / "gpu.csv").exists()
+
+
+def test_the_driver_s_library_is_looked_for_only_where_a_driver_runs(xlaunch_bin, fake_nvml,
+                                                                      tmp_path):
+    """Without an NVIDIA driver's device node the launch does not search the loader's path
+    for libnvidia-ml.so.1 (LD_DEBUG=libs shows every search); XLAUNCH_NVML_LIBRARY is
+    loaded whatever the device nodes say."""
+    driver = pathlib.Path("/dev/nvidiactl").exists() or pathlib.Path("/dev/dxg").exists()
+    argv = [xlaunch_bin, "launch", "--standalone", "--no_python", "/bin/true"]
+    plain = subprocess.run(argv, env=merged_env({"LD_DEBUG": "libs"}), capture_output=True,
+                           text=True, timeout=60)
+    assert plain.returncode == 0, plain.stderr
+    assert ("find library=libnvidia-ml.so.1" in plain.stderr) == driver, plain.stderr
+    script = tmp_path / "nvml-script"
+    write_script(script, [97, 20], tmp_path)
+    faked = subprocess.run(argv, env=merged_env({**fake_env(fake_nvml, script),
+                                                 "LD_DEBUG": "libs"}),
+                           capture_output=True, text=True, timeout=60)
+    assert faked.returncode == 0, faked.stderr
+    assert f"calling init: {fake_nvml}" in faked.stderr, faked.stderr
