@@ -110,6 +110,14 @@ bool remove_cgroup(const CgroupPaths& cgroup) {
   }
 }
 
+bool cgroup_is_empty(const std::string& dir) {
+  const int events = ::open((dir + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
+  if (events < 0) return false;  // cannot tell: not known to be empty
+  const bool empty = cgroup_empty(events);
+  ::close(events);
+  return empty;
+}
+
 ContainmentProbe run_cgroup_location(std::string& dir) {
   ContainmentProbe probe{Containment::Cgroup, false, {}};
   std::optional<std::string> own = read_file("/proc/self/cgroup");

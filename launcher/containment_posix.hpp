@@ -65,6 +65,8 @@ std::optional<std::string> cannot_join(const std::string& dir);
 // a cgroup whose count of cgroup.kill writes differs from its parent's cgroup's: one made in a
 // launcher's cgroup that was killed before (an outer xlaunch's restarted attempt) is one.
 bool can_be_born_in(const std::string& dir);
+// Whether cgroup.events says no process is in the cgroup at `dir` (false when unreadable).
+bool cgroup_is_empty(const std::string& dir);
 // For `xlaunch env`: makes a run cgroup and checks that a process can join it. On
 // success `dir` is the new cgroup, which the caller removes.
 ContainmentProbe make_run_cgroup(std::string& dir);

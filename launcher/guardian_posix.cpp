@@ -246,8 +246,12 @@ void GroupGuardian::watch(long pgid) {
 }
 
 void GroupGuardian::kill_descendants() {
-  worker_placement().born_in_cgroup = false;  // from now on workers move in (process.hpp)
-  if (fd_ >= 0) {
+  if (mechanism_ == Containment::Cgroup && !cgroup_dir_.empty() && cgroup_is_empty(cgroup_dir_)) {
+    // Nothing to kill (new members come only from the spawner, which makes none meanwhile),
+    // and never killed, workers can still be born there (process.hpp). Most attempts end so:
+    // no round trip to the guardian.
+  } else if (fd_ >= 0) {
+    worker_placement().born_in_cgroup = false;  // from now on workers move in (process.hpp)
     char stale = 0;
     while (::recv(fd_, &stale, 1, MSG_DONTWAIT) == 1) {
     }  // an answer to an earlier request that timed out
@@ -257,6 +261,7 @@ void GroupGuardian::kill_descendants() {
       receive_byte(fd_, done, kAckWaitMs);
     }
   } else if (mechanism_ == Containment::Cgroup && !cgroup_dir_.empty()) {
+    worker_placement().born_in_cgroup = false;
     kill_cgroup(cgroup_paths(cgroup_dir_));
   } else if (mechanism_ == Containment::ProcessGroup) {
     for (long pgid : groups_) signal_group(pgid, SIGKILL);

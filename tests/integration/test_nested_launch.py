@@ -53,7 +53,11 @@ RESTARTED_OUTER = r"""
 import os, pathlib, signal, subprocess, sys
 out = pathlib.Path(os.environ["OUT_DIR"])
 if os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
-    sys.exit(5)  # the outer attempt fails: its cgroup gets cgroup.kill before attempt 1
+    # The outer attempt fails and leaves a process in its cgroup, which therefore gets
+    # cgroup.kill before attempt 1 (an empty one is not killed).
+    subprocess.Popen(["sleep", "600"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
+    sys.exit(5)
 inner = [os.environ["NESTED_BIN"], "launch", "--python", sys.executable, "--num_processes", "2",
          "--log_dir", str(out / "inner_logs"), os.environ["INNER_SCRIPT"]]
 # A program that ignores SIGCHLD passes that on through exec (Python's subprocess does not
