@@ -6,10 +6,12 @@
 #include <exception>
 #include <iterator>
 #include <string_view>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/test_command.hpp"
 #include "config/usage_error.hpp"
+#include "job/early_start.hpp"
 #include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/launch_error.hpp"
@@ -44,6 +46,10 @@ int dispatch(int argc, char** argv) {
   const auto named = std::find_if(std::begin(kCommands), std::end(kCommands),
                                   [&](const Command& c) { return c.name == first; });
   if (named != std::end(kCommands)) {
+    if (named->name == "launch") {
+      const std::vector<std::string_view> words(argv + 2, argv + argc);
+      job::start_helpers_early(words);
+    }
     named->add(app, run);
   } else {
     for (const Command& command : kCommands) command.add(app, run);
@@ -83,6 +89,7 @@ int main(int argc, char** argv) {
   xlaunch::launcher::reserve_standard_fds();
   xlaunch::launcher::restore_default_sigchld();
   const int code = dispatch(argc, argv);
+  xlaunch::job::end_unused_helpers();
   // Errors go through the launcher's console, which never blocks: show what it holds.
   xlaunch::launcher::console_drain(std::chrono::seconds(2));
   return code;

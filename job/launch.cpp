@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include "diagnose/stacks_target.hpp"
+#include "job/early_start.hpp"
 #include "job/finish.hpp"
 #include "job/guardian.hpp"
 #include "job/job_state.hpp"
@@ -22,8 +23,9 @@ using namespace launcher;
 
 int launch(const LaunchRequest& request) {
   // First, while this process has one thread: every worker is made there (spawner.hpp).
-  // Destroyed last, after the job.
-  const Spawner spawner = Spawner::start();
+  // Destroyed last, after the job. Usually forked already, before the command line was parsed
+  // (early_start.hpp), as was the guardian start_guardian takes over.
+  const Spawner spawner = take_spawner();
   // A closed console must not kill the launcher mid-job; write errors are handled instead.
   ::signal(SIGPIPE, SIG_IGN);
   diagnose::survive_old_dump_signal();

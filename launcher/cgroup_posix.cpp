@@ -141,8 +141,8 @@ ContainmentProbe run_cgroup_location(std::string& dir) {
   return probe;
 }
 
-bool can_be_born_in(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+bool can_be_born_in(const char* dir) {
+  const int fd = ::open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return false;
   int alive[2];
   if (::pipe2(alive, O_CLOEXEC) != 0) {

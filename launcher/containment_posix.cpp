@@ -24,17 +24,36 @@ std::string unshare_failure(int error) {
                      error == EPERM ? " (needs CAP_SYS_ADMIN)" : "");
 }
 
+// A cgroup guardian forked by GroupGuardian::start_early that start() has not taken over.
+struct EarlyGuardian {
+  ForkedGuardian forked;
+  std::string dir;
+  ContainmentProbe location;
+};
+
+std::optional<EarlyGuardian>& early_guardian() {
+  static std::optional<EarlyGuardian> early;
+  return early;
+}
+
 // The cgroup mechanism: the run's cgroup below the launcher's, made by the guardian, that a
 // process can join (`dir` is its path). nullopt when it does not work here: the last probe
 // says why.
 std::optional<StartedGuardian> start_in_cgroup(std::vector<ContainmentProbe>& probes,
                                                std::string& dir) {
-  probes.push_back(run_cgroup_location(dir));
-  if (!probes.back().works) return std::nullopt;
-  StartedGuardian guardian = fork_guardian(Containment::Cgroup, cgroup_paths(dir));
+  StartedGuardian guardian;
+  if (std::optional<EarlyGuardian>& early = early_guardian(); early) {
+    dir = early->dir;
+    probes.push_back(early->location);
+    guardian = await_guardian(early->forked, Containment::Cgroup, cgroup_paths(dir));
+    early.reset();
+  } else {
+    probes.push_back(run_cgroup_location(dir));
+    if (!probes.back().works) return std::nullopt;
+    guardian = fork_guardian(Containment::Cgroup, cgroup_paths(dir));
+  }
   // Without a guardian there is no cgroup; with one, it removes the cgroup when told. Born
   // there, the workers skip the move's RCU grace period (process.hpp); else they move in.
-  if (guardian.pid >= 0) guardian.born_in_cgroup = can_be_born_in(dir);
   std::optional<std::string> why =
       guardian.pid < 0 ? std::optional(guardian.failure)
                        : (guardian.born_in_cgroup ? std::nullopt : cannot_join(dir));
@@ -132,7 +151,28 @@ std::vector<ContainmentProbe> probe_containment() {
   return probes;
 }
 
+void GroupGuardian::start_early(ContainmentRequest request) {
+  if (early_guardian() || containment_candidates(request).front() != Containment::Cgroup) return;
+  std::string dir;
+  const ContainmentProbe location = run_cgroup_location(dir);
+  if (!location.works) return;  // start() says why
+  ForkedGuardian forked = launch_guardian(Containment::Cgroup, cgroup_paths(dir));
+  if (forked.pid < 0) return;  // start() tries again, and says why
+  early_guardian() = EarlyGuardian{std::move(forked), std::move(dir), location};
+}
+
+void GroupGuardian::end_early() {
+  std::optional<EarlyGuardian>& early = early_guardian();
+  if (!early) return;
+  // Told nothing, it ends at the end of its socket: removes its cgroup (if made) and exits.
+  ::close(early->forked.fd);
+  wait_for(early->forked.pid);
+  remove_cgroup(cgroup_paths(early->dir));  // should it have died first
+  early.reset();
+}
+
 GroupGuardian GroupGuardian::start(ContainmentRequest request) {
+  if (containment_candidates(request).front() != Containment::Cgroup) end_early();
   std::vector<ContainmentProbe> probes;
   for (Containment mechanism : containment_candidates(request)) {
     std::string dir;

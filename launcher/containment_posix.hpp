@@ -64,7 +64,8 @@ std::optional<std::string> cannot_join(const std::string& dir);
 // no clone3, a refusal, or a child killed at birth say no. Linux 6.18 kills a child born into
 // a cgroup whose count of cgroup.kill writes differs from its parent's cgroup's: one made in a
 // launcher's cgroup that was killed before (an outer xlaunch's restarted attempt) is one.
-bool can_be_born_in(const std::string& dir);
+// Async-signal-safe: the guardian asks, right after making the cgroup.
+bool can_be_born_in(const char* dir);
 // Whether cgroup.events says no process is in the cgroup at `dir` (false when unreadable).
 bool cgroup_is_empty(const std::string& dir);
 // For `xlaunch env`: makes a run cgroup and checks that a process can join it. On
@@ -95,7 +96,19 @@ struct StartedGuardian {
   bool born_in_cgroup = false;  // workers can be born in the run's cgroup (can_be_born_in)
 };
 
-// Forks the guardian and waits for its "ready" (for the cgroup mechanism: the cgroup made).
+// A guardian forked, its answer not read yet.
+struct ForkedGuardian {
+  long pid = -1;  // -1: fork failed; `failure` says why
+  int fd = -1;
+  std::string failure;
+};
+// Forks the guardian. For the cgroup mechanism it makes the cgroup and asks whether workers can
+// be born there (can_be_born_in) while this process goes on.
+ForkedGuardian launch_guardian(Containment mechanism, const CgroupPaths& cgroup);
+// Waits for a forked guardian's "ready" (for the cgroup mechanism: the cgroup made and probed).
+StartedGuardian await_guardian(ForkedGuardian forked, Containment mechanism,
+                               const CgroupPaths& cgroup);
+// Both at once.
 StartedGuardian fork_guardian(Containment mechanism, const CgroupPaths& cgroup);
 // Reaps child `pid` (signals do not cut the wait short); its wait status, 0 if already gone.
 int wait_for(long pid);

@@ -90,7 +90,9 @@ void guardian_kill(GuardianState& state) {
   }
   static std::int32_t groups[1 << 16];
   GuardianState state{mechanism, &cgroup, groups, sizeof(groups) / sizeof(groups[0])};
-  const char ready = 'r';
+  // Ready; 'b': and workers can be born in the cgroup. Probed here, beside the launcher's own
+  // start-up rather than in it.
+  const char ready = mechanism == Containment::Cgroup && can_be_born_in(cgroup.dir) ? 'b' : 'r';
   if (::send(fd, &ready, 1, MSG_NOSIGNAL) != 1) {
     if (mechanism == Containment::Cgroup) ::rmdir(cgroup.dir);  // the launcher is gone
     ::_exit(1);
@@ -155,7 +157,7 @@ int wait_for(long pid) {
   return status;
 }
 
-StartedGuardian fork_guardian(Containment mechanism, const CgroupPaths& cgroup) {
+ForkedGuardian launch_guardian(Containment mechanism, const CgroupPaths& cgroup) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
     return {-1, -1, "cannot start its guardian: socketpair: " + errno_text(errno)};
@@ -172,17 +174,29 @@ StartedGuardian fork_guardian(Containment mechanism, const CgroupPaths& cgroup) 
     ::close(fds[1]);
     return {-1, -1, "cannot start its guardian: fork: " + errno_text(fork_error)};
   }
+  return {pid, fds[1], {}};
+}
+
+StartedGuardian await_guardian(ForkedGuardian forked, Containment mechanism,
+                               const CgroupPaths& cgroup) {
+  if (forked.pid < 0) return {-1, -1, forked.failure};
   char ready = 0;
-  if (receive_byte(fds[1], ready, kReadyWaitMs) && ready == 'r') return {pid, fds[1], {}};
-  ::close(fds[1]);
-  if (ready != 'c') ::kill(pid, SIGKILL);
-  const int status = wait_for(pid);
+  if (receive_byte(forked.fd, ready, kReadyWaitMs) && (ready == 'r' || ready == 'b')) {
+    return {forked.pid, forked.fd, {}, ready == 'b'};
+  }
+  ::close(forked.fd);
+  if (ready != 'c') ::kill(static_cast<pid_t>(forked.pid), SIGKILL);
+  const int status = wait_for(forked.pid);
   if (ready == 'c' && WIFEXITED(status)) {
     return {-1, -1,
             fmt::format("cannot create {}: {}", cgroup.dir, errno_text(WEXITSTATUS(status)))};
   }
   if (mechanism == Containment::Cgroup) ::rmdir(cgroup.dir);  // it may have made it
   return {-1, -1, "cannot start its guardian: it did not answer"};
+}
+
+StartedGuardian fork_guardian(Containment mechanism, const CgroupPaths& cgroup) {
+  return await_guardian(launch_guardian(mechanism, cgroup), mechanism, cgroup);
 }
 
 GroupGuardian::GroupGuardian(GroupGuardian&& other) noexcept

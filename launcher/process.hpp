@@ -128,6 +128,14 @@ class GroupGuardian {
   /// Throws UsageError (exit 2) when a forced mechanism is not available. When auto falls
   /// back to process groups, prints a note saying why to stderr.
   static GroupGuardian start(ContainmentRequest request = ContainmentRequest::Auto);
+  /// Forks the guardian of `request`'s first mechanism now, when that is a cgroup, and does
+  /// not wait: it makes the run's cgroup and probes it while this process goes on, and
+  /// start() takes it over. For the very start of `xlaunch launch` (one thread, little memory
+  /// for the fork to copy). A failure here is left for start() to meet and report.
+  static void start_early(ContainmentRequest request);
+  /// Ends an early guardian that start() did not take over (a launch that ended before it):
+  /// waits until it has removed its cgroup.
+  static void end_early();
   GroupGuardian(GroupGuardian&& other) noexcept;
   GroupGuardian& operator=(GroupGuardian&&) = delete;
   /// Closes the socket: the guardian kills what is left in the containment, removes the

@@ -276,6 +276,23 @@ def test_the_end_of_an_attempt_kills_escaped_descendants(xlaunch_bin, tmp_path, 
 
 
 @pytest.mark.parametrize("mechanism", list(MECHANISMS))
+@pytest.mark.parametrize("args", [["--nproc_per_node", "2"], ["--no_such_flag", "train.py"],
+                                  ["--num_processes", "0", "train.py"]],
+                         ids=["no-program", "unknown-flag", "bad-value"])
+def test_a_launch_refused_on_its_command_line_leaves_no_helper_and_no_cgroup(
+        xlaunch_bin, marker, mechanism, args):
+    """The spawner and the guardian (which makes the run's cgroup) are forked before the
+    command line is parsed: a launch that then stops at a usage error has ended both, and the
+    guardian has removed its cgroup, by the time it exits."""
+    proc = marker.start(xlaunch_bin, args, env=marker.env(mechanism))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert "xlaunch: error:" in err, err
+    assert run_cgroups(proc.pid) == []
+    assert marked_pids(marker.value) == []
+
+
+@pytest.mark.parametrize("mechanism", list(MECHANISMS))
 def test_env_and_the_log_name_the_mechanism(xlaunch_bin, tmp_path, marker, mechanism):
     name = MECHANISMS[mechanism]
     env = marker.env(mechanism)
