@@ -16,6 +16,7 @@
 
 #include "launcher/containment_posix.hpp"
 #include "launcher/process.hpp"
+#include "launcher/run_files.hpp"
 
 namespace xlaunch::launcher {
 namespace {
@@ -91,15 +92,21 @@ bool is_error_file(const char* name) {
   return rest != nullptr && std::strcmp(rest, ".error.json") == 0;
 }
 
-// A temporary run folder: the ranks' error files and the run's own files (RunFiles::own_file:
-// gpu.csv, preload.log), as RunFiles removes them after a success; anything else (a worker's
-// own file) keeps the folder.
+// A run's own file (kRunOwnFiles).
+bool is_own_file(const char* name) {
+  for (const char* own : kRunOwnFiles) {
+    if (std::strcmp(name, own) == 0) return true;
+  }
+  return false;
+}
+
+// A temporary run folder: the ranks' error files and the run's own files, as RunFiles
+// removes them after a success; anything else (a worker's own file) keeps the folder.
 void empty_run_folder(int dir) {
   for (int pass = 0; pass < 3; ++pass) {  // entries removed while reading may be skipped
     for_entries(dir, buffers[0], [&](const char* name, unsigned char type) {
       if (type == DT_DIR) return;
-      if (std::strcmp(name, "gpu.csv") == 0 || std::strcmp(name, "preload.log") == 0 ||
-          is_error_file(name)) {
+      if (is_own_file(name) || is_error_file(name)) {
         ::unlinkat(dir, name, 0);
       }
     });

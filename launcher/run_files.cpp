@@ -5,12 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <system_error>
 
 #include "config/atomic_write.hpp"
@@ -35,10 +37,9 @@ LaunchError cannot_create(const std::string& dir, int error, std::string hint) {
                      exit_status::kUsageError, std::move(hint));
 }
 
-/// mkdir(2) of one new folder: true when this call created it, false when it existed.
-bool make_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) == 0) return true;
-  if (errno == EEXIST) return false;
+/// mkdir(2) of one folder, which may exist already.
+void make_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return;
   throw LaunchError(fmt::format("cannot create {}: {}", dir, std::strerror(errno)),
                     exit_status::kFailure);
 }
@@ -151,6 +152,10 @@ void RunFiles::write_summary(std::string_view json) const {
 }
 
 std::string RunFiles::own_file(std::string_view name) {
+  if (std::find(std::begin(kRunOwnFiles), std::end(kRunOwnFiles), name) == std::end(kRunOwnFiles)) {
+    // The guardian would leave it in a killed launcher's temporary folder.
+    throw std::logic_error(fmt::format("{} is not one of kRunOwnFiles", name));
+  }
   owned_files_.push_back(fmt::format("{}/{}", run_dir_, name));
   return owned_files_.back();
 }

@@ -14,6 +14,10 @@
 
 namespace xlaunch::launcher {
 
+/// The files a run makes in its own folder (RunFiles::own_file takes no other name): removed
+/// with a temporary folder after a success, and by the guardian from a killed launcher's.
+inline constexpr const char* kRunOwnFiles[] = {"gpu.csv", "preload.log"};
+
 class RunFiles {
  public:
   /// Creates the run folder (a new one, never an existing one). Prints a note on stderr and in
@@ -42,8 +46,8 @@ class RunFiles {
   void log(std::string_view line);
   /// Writes summary.json atomically (no-op without --log_dir).
   void write_summary(std::string_view json) const;
-  /// The path of a file this run owns in its folder (gpu.csv); removed with the temporary
-  /// folder like the run's other files.
+  /// The path of a file this run owns in its folder (one of kRunOwnFiles; another name is a
+  /// logic error); removed with the temporary folder like the run's other files.
   std::string own_file(std::string_view name);
   /// Writes DIR/<name> atomically (no-op without --log_dir): activity.csv, report.html.
   void write_file(std::string_view name, std::string_view content) const;

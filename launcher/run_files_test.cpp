@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 namespace fs = std::filesystem;
 using namespace xlaunch::launcher;
@@ -71,6 +72,15 @@ TEST_CASE("the temporary folder is new, and success removes only what the run ma
   CHECK_FALSE(fs::exists(dir));
   CHECK(fs::exists(tmp.path / "xlaunch-job" / "theirs.txt"));
   CHECK(entries(tmp.path) == 1);
+}
+
+TEST_CASE("the run's own files are the ones the guardian knows, and only those", "[run_files]") {
+  TempDir tmp;
+  RunFiles files("job", std::nullopt);
+  for (const char* name : kRunOwnFiles) {
+    std::ofstream(files.own_file(name)) << "x";
+  }
+  CHECK_THROWS_AS(files.own_file("notes.txt"), std::logic_error);
 }
 
 TEST_CASE("a file a worker left keeps its folder; a failed run keeps everything", "[run_files]") {
