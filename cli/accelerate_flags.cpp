@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -74,13 +75,15 @@ bool given(const CLI::App& cmd, const AccelerateFlags& flags, std::string_view n
   const auto known = flags.options.find(name);
   if (known != flags.options.end()) return known->second->count() > 0;
   const CLI::Option* launch_flag = find_flag(cmd, name);  // one of launch_flags.cpp's
-  if (launch_flag == nullptr) throw std::logic_error("no flag --" + std::string(name));
-  return launch_flag->count() > 0;
+  if (launch_flag != nullptr) return launch_flag->count() > 0;
+  if (!flags.declared) return false;  // an accelerate flag, left undeclared: not given
+  throw std::logic_error("no flag --" + std::string(name));
 }
 
 }  // namespace
 
 void add_accelerate_flags(CLI::App& cmd, AccelerateFlags& flags) {
+  flags.declared = true;
   for (const config::AccelerateArg& arg : config::accelerate_args()) {
     const std::string name(arg.name);
     std::string help(arg.help);
@@ -111,7 +114,13 @@ void add_accelerate_flags(CLI::App& cmd, AccelerateFlags& flags) {
 
 void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
                              config::Settings& settings) {
-  for (const OtherFlag& f : kOther) {
+  // Undeclared, none of accelerate's own was given (of the names below, launch's may be).
+  const std::span<const OtherFlag> others =
+      flags.declared ? std::span(kOther) : std::span(kOther, 0);
+  const std::span<const config::AccelerateArg> args =
+      flags.declared ? std::span(config::accelerate_args())
+                     : std::span<const config::AccelerateArg>();
+  for (const OtherFlag& f : others) {
     if (!given(cmd, flags, f.name)) continue;
     if (f.refused) {
       throw UsageError(fmt::format("--{} is accelerate's, but {}", f.name, f.reason),
@@ -121,7 +130,7 @@ void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
   }
 
   config::AccelerateArgs& out = settings.accelerate;
-  for (const config::AccelerateArg& arg : config::accelerate_args()) {
+  for (const config::AccelerateArg& arg : args) {
     const std::string name(arg.name);
     if (!given(cmd, flags, name)) continue;
     if (arg.kind == config::ArgKind::Switch) {

@@ -20,6 +20,9 @@ struct AccelerateFlags {
   /// Each flag's option, so that asking whether it was given is a lookup, not a search of
   /// the ~250 options (which made reading them back quadratic).
   std::map<std::string, const CLI::Option*, std::less<>> options;
+  /// False when the command line named none of them and they were left undeclared
+  /// (add_launch_flags): then none was given.
+  bool declared = false;
 };
 
 /// Declares the flags on `cmd`, each as --name and --name-with-hyphens (accelerate takes both).

@@ -4,13 +4,21 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
+#include <span>
+#include <string_view>
 
 namespace xlaunch::cli {
 
 /// What the chosen subcommand does once parsing succeeded; returns the exit code.
 using Action = std::function<int()>;
 
-void add_launch_command(CLI::App& app, Action& run);
+/// The words after the subcommand's name, for one that declares only what they may use;
+/// nullopt when every subcommand is built (top-level help, a misspelt name).
+using Words = std::optional<std::span<const std::string_view>>;
+
+/// `xlaunch launch [OPTIONS] PROGRAM [ARGS...]` (cli/launch_command.cpp).
+void add_launch_command(CLI::App& app, Action& run, Words words);
 /// `xlaunch config [default|show]`: the wizard and the config file (cli/config_command.cpp).
 void add_config_command(CLI::App& app, Action& run);
 /// `xlaunch store serve`: the rendezvous store on its own (cli/store_command.cpp).

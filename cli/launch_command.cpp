@@ -103,7 +103,7 @@ class LaunchUsage : public FlagGroupsFormatter {
 
 }  // namespace
 
-void add_launch_command(CLI::App& app, Action& run) {
+void add_launch_command(CLI::App& app, Action& run, Words words) {
   auto flags = std::make_shared<LaunchFlags>();
   CLI::App* cmd =
       app.add_subcommand("launch", "Run PROGRAM as N cooperating workers (one per GPU by default)");
@@ -112,7 +112,7 @@ void add_launch_command(CLI::App& app, Action& run) {
       "Exit code: the first failing worker's (128+N for signal N), 2 for usage errors, 130 "
       "after Ctrl-C.\nSee docs/launch.md for every flag, variable and the log layout.");
   cmd->formatter(std::make_shared<LaunchUsage>());
-  add_launch_flags(*cmd, *flags);
+  add_launch_flags(*cmd, *flags, words);
   // PROGRAM and its arguments, as one positional list. Having a positional lets "--" end the
   // options (without one, CLI11 hands "--" and all after it back to the top-level parser), and
   // positionals_at_end makes every word after PROGRAM the worker's, even "--num_processes".

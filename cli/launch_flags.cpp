@@ -191,9 +191,32 @@ bool pet_switch(const char* name) {
   return *number != 0;
 }
 
+// Whether `words` may name one of accelerate's flags: a word that looks like a flag and is none
+// of `cmd`'s (launch's, declared already), or --help, which lists them all. Anywhere, even
+// among the program's own words: declaring them needlessly costs only time.
+bool may_name_accelerate_flags(const CLI::App& cmd, std::span<const std::string_view> words) {
+  const std::vector<const CLI::Option*> options = every_option(cmd);
+  auto known = [&](std::string_view name, bool is_long) {
+    return std::any_of(options.begin(), options.end(), [&](const CLI::Option* option) {
+      const std::vector<std::string>& names = is_long ? option->get_lnames() : option->get_snames();
+      return std::find(names.begin(), names.end(), name) != names.end();
+    });
+  };
+  for (std::string_view word : words) {
+    if (word.size() < 2 || word[0] != '-' || word == "--") continue;
+    if (word == "-h" || word == "--help") return true;
+    const bool is_long = word.starts_with("--");
+    std::string_view name = word.substr(is_long ? 2 : 1);
+    name = name.substr(0, name.find('='));
+    if (!known(name, is_long)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-void add_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
+void add_launch_flags(CLI::App& cmd, LaunchFlags& flags,
+                      std::optional<std::span<const std::string_view>> words) {
   for (const KeyFlag& f : kKeyFlags) {
     std::string& target = flags.raw[f.key];
     const std::string names = with_dashed_spellings(f.names);
@@ -231,7 +254,7 @@ void add_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
       .add_flag("--standalone", flags.standalone,
                 "One machine, store on a free loopback port (torchrun's flag)");
 
-  add_accelerate_flags(cmd, flags.accelerate);
+  if (!words || may_name_accelerate_flags(cmd, *words)) add_accelerate_flags(cmd, flags.accelerate);
 
   // PROGRAM and everything after it belong to the worker, unparsed.
   cmd.prefix_command();

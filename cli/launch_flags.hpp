@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/accelerate_flags.hpp"
@@ -34,8 +36,11 @@ struct LaunchFlags {
 
 /// Declares every launch flag on `cmd`, each in accelerate's/torchrun's underscored spelling
 /// and torchrun's dashed one (--nproc_per_node and --nproc-per-node); values land in `flags`
-/// after parsing, once finish_launch_flags() has run.
-void add_launch_flags(CLI::App& cmd, LaunchFlags& flags);
+/// after parsing, once finish_launch_flags() has run. accelerate's own flags (three quarters
+/// of them, and of the time it takes CLI11 to declare them) only when the command line,
+/// `words` (what follows the command's name), may name one; nullopt: always.
+void add_launch_flags(CLI::App& cmd, LaunchFlags& flags,
+                      std::optional<std::span<const std::string_view>> words = std::nullopt);
 
 /// Copies the flags that were given into flags.settings (call after parsing). Throws
 /// UsageError for a value outside its allowed set.

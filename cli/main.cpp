@@ -21,6 +21,12 @@
 // is not used: its own error handling would bypass ours).
 namespace {
 
+// A subcommand whose flags are the same whatever the command line says.
+template <void (*add)(CLI::App&, xlaunch::cli::Action&)>
+void whatever_words(CLI::App& app, xlaunch::cli::Action& run, xlaunch::cli::Words) {
+  add(app, run);
+}
+
 int dispatch(int argc, char** argv) {
   using namespace xlaunch;
   CLI::App app{"xlaunch: launch distributed training jobs (torchrun/accelerate compatible)",
@@ -33,26 +39,27 @@ int dispatch(int argc, char** argv) {
   // first is built; top-level help and a misspelt name get them all.
   struct Command {
     std::string_view name;
-    void (*add)(CLI::App&, cli::Action&);
+    void (*add)(CLI::App&, cli::Action&, cli::Words);
   };
   static constexpr Command kCommands[] = {
-      {"launch", cli::add_launch_command}, {"config", cli::add_config_command},
-      {"store", cli::add_store_command},   {"test", cli::add_test_command},
-      {"env", cli::add_env_command},       {"stacks", cli::add_stacks_command},
-      {"report", cli::add_report_command},
+      {"launch", cli::add_launch_command},
+      {"config", whatever_words<cli::add_config_command>},
+      {"store", whatever_words<cli::add_store_command>},
+      {"test", cli::add_test_command},
+      {"env", whatever_words<cli::add_env_command>},
+      {"stacks", whatever_words<cli::add_stacks_command>},
+      {"report", whatever_words<cli::add_report_command>},
   };
   cli::Action run;
   const std::string_view first = argc > 1 ? argv[1] : "";
   const auto named = std::find_if(std::begin(kCommands), std::end(kCommands),
                                   [&](const Command& c) { return c.name == first; });
   if (named != std::end(kCommands)) {
-    if (named->name == "launch") {
-      const std::vector<std::string_view> words(argv + 2, argv + argc);
-      job::start_helpers_early(words);
-    }
-    named->add(app, run);
+    const std::vector<std::string_view> words(argv + 2, argv + argc);
+    if (named->name == "launch") job::start_helpers_early(words);
+    named->add(app, run, words);
   } else {
-    for (const Command& command : kCommands) command.add(app, run);
+    for (const Command& command : kCommands) command.add(app, run, std::nullopt);
   }
 
   try {

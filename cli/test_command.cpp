@@ -93,13 +93,13 @@ class TestHelp : public FlagGroupsFormatter {
 
 }  // namespace
 
-void add_test_command(CLI::App& app, Action& run) {
+void add_test_command(CLI::App& app, Action& run, Words words) {
   auto flags = std::make_shared<LaunchFlags>();
   auto backend = std::make_shared<std::string>("auto");
   CLI::App* cmd = app.add_subcommand(
       "test", "Launch the built-in self-test (store, barrier, all-reduce) on every process");
   cmd->formatter(std::make_shared<TestHelp>());
-  add_launch_flags(*cmd, *flags);
+  add_launch_flags(*cmd, *flags, words);
   cmd->add_option("--backend", *backend, "All-reduce backend: auto (NCCL on GPUs, else Gloo)")
       ->check(CLI::IsMember({"auto", "nccl", "gloo"}));
   // Words that are not flags, kept to be refused below (TestHelp leaves it out of --help).

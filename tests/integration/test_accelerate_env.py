@@ -203,6 +203,25 @@ def test_accelerate_deepspeed_command_line(xlaunch_bin, plain_python, tmp_path):
         assert env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] == "8"
 
 
+def test_launch_s_own_flags_alone_give_the_workers_what_they_give_beside_accelerate_s(
+        xlaunch_bin, plain_python, tmp_path):
+    """A command line of launch's own flags only leaves accelerate's ~190 flags undeclared
+    (declaring them is most of reading a command line); the workers get what the same flags
+    give beside one of accelerate's that changes nothing (-q, which declares them all)."""
+    args = ["--num_processes", "2", "--mixed_precision", "bf16", "--multi_gpu"]
+    envs = {}
+    for name, extra in (("lean", []), ("full", ["-q"])):
+        (tmp_path / name).mkdir()
+        r, envs[name] = launch(xlaunch_bin, plain_python, tmp_path / name, [*extra, *args],
+                               CUDA_VISIBLE_DEVICES="0,1")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert len(envs[name]) == 2
+    accelerate = {name: [{k: v for k, v in env.items() if k.startswith("ACCELERATE_")}
+                         for env in ranks] for name, ranks in envs.items()}
+    assert accelerate["lean"] == accelerate["full"]
+    assert all(env["ACCELERATE_MIXED_PRECISION"] == "bf16" for env in accelerate["lean"])
+
+
 def test_dynamo_config_and_flags(xlaunch_bin, plain_python, tmp_path):
     r, envs = launch(xlaunch_bin, plain_python, tmp_path,
                      ["--config_file", config(tmp_path, DYNAMO_CONFIG), "--dynamo_mode",
