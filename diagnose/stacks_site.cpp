@@ -9,11 +9,37 @@ std::string_view sitecustomize_text() {
   return R"PY(# Written by xlaunch (see docs/diagnose.md). It lets xlaunch show this worker's Python
 # stacks: faulthandler dumps every thread to a file on XLAUNCH_STACKS_SIGNAL (SIGURG, which a
 # program that does not handle it ignores). Then it runs the sitecustomize module this one
-# shadows, if there is one.
+# shadows, if there is one. Before that it drops one variable PyTorch 2.2+ warns about.
+def _xlaunch_nccl_names(os):
+    # xlaunch sets NCCL's async error handling under both names, as torchrun 1.13 and 2.2+
+    # each set theirs. PyTorch 2.2+ reads the new name first and warns about the old one (two
+    # lines per rank): drop the old one where it says the same and this Python's torch is 2.2+.
+    old = os.environ.get("NCCL_ASYNC_ERROR_HANDLING")
+    if old is None or old != os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING"):
+        return
+    try:
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec("torch")  # found, not imported
+        if spec is None or not spec.submodule_search_locations:
+            return
+        folder = list(spec.submodule_search_locations)[0]
+        with open(os.path.join(folder, "version.py")) as version:
+            for line in version:
+                if line.startswith("__version__"):
+                    major, minor = line.split("=", 1)[1].strip(" '\"\n").split(".")[:2]
+                    if (int(major), int(minor)) >= (2, 2):
+                        del os.environ["NCCL_ASYNC_ERROR_HANDLING"]
+                    return
+    except Exception:  # no torch, or one laid out otherwise: leave both names
+        pass
+
+
 def _xlaunch_setup():
     import os
     import sys
 
+    _xlaunch_nccl_names(os)
     here = os.path.dirname(os.path.abspath(__file__))
     folder = os.environ.get("XLAUNCH_STACKS_DIR")
     signum = os.environ.get("XLAUNCH_STACKS_SIGNAL")
@@ -70,7 +96,7 @@ def _xlaunch_setup():
 
 
 _xlaunch_setup()
-del _xlaunch_setup
+del _xlaunch_setup, _xlaunch_nccl_names
 )PY";
 }
 

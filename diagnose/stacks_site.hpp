@@ -1,7 +1,9 @@
 // The sitecustomize.py that xlaunch puts first on Python workers' PYTHONPATH: at start-up it
 // registers faulthandler for the dump signal (writing to a per-process file the launcher
 // reads), notes a script's own MASTER_ADDR/MASTER_PORT, then runs the sitecustomize it
-// shadows. The script itself runs unchanged.
+// shadows. The script itself runs unchanged. First it drops NCCL_ASYNC_ERROR_HANDLING where
+// it repeats TORCH_NCCL_ASYNC_ERROR_HANDLING and the torch found is 2.2 or newer, which
+// would warn about the old name.
 #pragma once
 
 #include <string>

@@ -206,3 +206,16 @@ def test_preloaded_torch_26_ranks_are_forked_from_the_template(xlaunch_bin, torc
     assert len({s["template"] for s in seen} - {None}) == 1, seen
     for rank, s in enumerate(seen):
         assert s["torch_before_import"] and s["rank"] == str(rank) and s["sum"] == 6.0, s
+
+
+def test_torch_26_workers_get_only_the_nccl_name_it_reads(xlaunch_bin, torch26_python, tmp_path):
+    """2.6 reads TORCH_NCCL_ASYNC_ERROR_HANDLING and warns about the old name: xlaunch's
+    start-up hook drops the old one (1.13 keeps it: test_torchrun_dropin_workers.py)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    r = launch(xlaunch_bin, [str(WORKERS / "report_env.py")], python=torch26_python,
+               env={"OUT_DIR": str(out)}, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    env = json.loads((out / "rank_0.json").read_text())["env"]
+    assert env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1"
+    assert "NCCL_ASYNC_ERROR_HANDLING" not in env

@@ -42,6 +42,33 @@ def test_workers_get_nccl_async_error_handling_role_and_virtual_local_rank(xlaun
     assert e["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "0"
 
 
+def report_nccl_names(xlaunch_bin, tmp_path, **extra):
+    env = isolated_env(tmp_path, OUT_DIR=str(tmp_path), **extra)
+    r = subprocess.run([xlaunch_bin, "launch", "--python", sys.executable,
+                        str(WORKERS / "report_env.py")],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    e = json.loads((tmp_path / "rank_0.json").read_text())["env"]
+    return e.get("TORCH_NCCL_ASYNC_ERROR_HANDLING"), e.get("NCCL_ASYNC_ERROR_HANDLING")
+
+
+def test_only_torch_2_2_and_newer_lose_the_old_nccl_name_they_warn_about(xlaunch_bin, tmp_path):
+    """PyTorch 2.2+ warns about NCCL_ASYNC_ERROR_HANDLING (twice per rank, seen on an H100);
+    1.13 reads only that name. Here /usr/bin/python3's torch is 1.13; a torch package that
+    says 2.6 first on PYTHONPATH stands for a newer one (found, never imported)."""
+    assert report_nccl_names(xlaunch_bin, tmp_path) == ("1", "1")
+    for version, kept in (("2.6.0+cu124", None), ("2.2.0", None), ("2.1.2", "1")):
+        fake = tmp_path / version / "torch"
+        fake.mkdir(parents=True)
+        (fake / "__init__.py").write_text("raise ImportError('a stand-in: never imported')\n")
+        (fake / "version.py").write_text(f"__version__ = '{version}'\ngit_version = 'x'\n")
+        assert report_nccl_names(xlaunch_bin, tmp_path, PYTHONPATH=str(fake.parent)) == \
+            ("1", kept), version
+        # Names that disagree were set by the user: both stay.
+        assert report_nccl_names(xlaunch_bin, tmp_path, PYTHONPATH=str(fake.parent),
+                                 NCCL_ASYNC_ERROR_HANDLING="0") == ("1", "0"), version
+
+
 def test_rdzv_endpoint_on_this_machine_hosts_and_a_second_launcher_joins(xlaunch_bin,
                                                                         tmp_path):
     port = free_port()
