@@ -165,6 +165,29 @@ GpuUse summarize_gpu_use(const std::vector<GpuSample>& samples,
         "f'cuda:{{LOCAL_RANK}}')",
         rank, pid, bytes > 0 ? format_bytes(bytes) + " of " : "", gpu, gpu_of_rank.at(rank)));
   }
+
+  // A rank seen on no GPU while another worked: with GPUs shared by several ranks no GPU's
+  // average shows it. Only after a few readings of the other, so a short job says nothing.
+  std::map<int, std::set<std::int64_t>> rounds_of_rank;  // rank -> readings it held memory in
+  for (const GpuSample& s : samples) {
+    for (const SampledProcess& p : s.processes) {
+      if (p.rank >= 0) rounds_of_rank[p.rank].insert(s.unix_ms);
+    }
+  }
+  const auto busiest_rank = std::max_element(
+      rounds_of_rank.begin(), rounds_of_rank.end(),
+      [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+  if (busiest_rank != rounds_of_rank.end() &&
+      busiest_rank->second.size() >= kRankReadingsBeforeIdle) {
+    for (const auto& [rank, gpu] : gpu_of_rank) {
+      if (rounds_of_rank.contains(rank)) continue;
+      use.warnings.push_back(fmt::format(
+          "rank {} did no GPU work: it held memory on no GPU in any reading, while rank {} did "
+          "in {}: does it compute on the CPU (a model or tensor never moved to "
+          "f'cuda:{{LOCAL_RANK}}'), or only wait for the others?",
+          rank, busiest_rank->first, busiest_rank->second.size()));
+    }
+  }
   return use;
 }
 

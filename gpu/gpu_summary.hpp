@@ -69,10 +69,13 @@ struct GpuUse {
 inline constexpr double kIdleUtilization = 5.0;
 /// A GPU whose average is below this fraction of the busiest one's is reported.
 inline constexpr double kLaggingFraction = 0.5;
+/// A rank seen on no GPU is reported once another was seen in this many readings.
+inline constexpr std::size_t kRankReadingsBeforeIdle = 3;
 
 /// Averages and peaks per selected GPU, and warnings: a selected GPU idle while another
 /// worked; a GPU far below the busiest; a worker (by rank) holding memory on a GPU other
-/// than its own (`gpu_of_rank`: rank -> NVML index of the GPU it was meant to use).
+/// than its own (`gpu_of_rank`: rank -> NVML index of the GPU it was meant to use); a rank of
+/// `gpu_of_rank` that held memory on no GPU while another rank did.
 GpuUse summarize_gpu_use(const std::vector<GpuSample>& samples,
                          const std::vector<unsigned>& selected,
                          const std::map<int, unsigned>& gpu_of_rank);

@@ -104,6 +104,28 @@ TEST_CASE("a worker holding memory on another rank's GPU is reported once, with 
                     "own (GPU 0)"));
 }
 
+TEST_CASE("a rank on no GPU is reported once another was seen in three readings") {
+  // Two workers share GPU 0 (more workers than GPUs); only rank 0 computes.
+  const std::map<int, unsigned> gpu_of_rank{{0, 0}, {1, 0}};
+  std::vector<GpuSample> samples{sample(0, 0, 90, 1, {{100, 0, 1 << 30}}),
+                                 sample(1000, 0, 95, 1, {{100, 0, 1 << 30}})};
+  CHECK(summarize_gpu_use(samples, {0}, gpu_of_rank).warnings.empty());  // too short to say
+  samples.push_back(sample(2000, 0, 97, 1, {{100, 0, 1 << 30}, {555, -1, 1 << 20}}));
+  const auto use = summarize_gpu_use(samples, {0}, gpu_of_rank);
+  REQUIRE(use.warnings.size() == 1);
+  CHECK(has_warning(use,
+                    "rank 1 did no GPU work: it held memory on no GPU in any reading, "
+                    "while rank 0 did in 3"));
+  // Once seen, even briefly (bytes NVML could not tell included), a rank is not idle.
+  samples.push_back(sample(3000, 0, 97, 1, {{101, 1, 0}}));
+  CHECK(summarize_gpu_use(samples, {0}, gpu_of_rank).warnings.empty());
+  // Processes NVML cannot map to ranks (a container's host pids) say nothing about ranks.
+  for (GpuSample& s : samples) {
+    for (SampledProcess& p : s.processes) p.rank = -1;
+  }
+  CHECK(summarize_gpu_use(samples, {0}, gpu_of_rank).warnings.empty());
+}
+
 TEST_CASE("pids map to the rank whose process tree they are in") {
   const std::map<long, int> workers{{100, 0}, {200, 1}};
   const std::map<long, long> parents{{300, 200}, {400, 300}, {500, 1}, {100, 50}};

@@ -72,6 +72,7 @@ void plan_job(Job& job) {
   std::random_device entropy;
   job.plan = make_plan(job.settings, std::move(argv), visible, make_run_id(Clock::now(), entropy()),
                        job.request.sources);
+  if (auto warning = shared_gpus_warning(job.plan)) say("xlaunch: warning: {}\n", *warning);
   job.plan.python_program = runs_under_python(job.request.program);
   job.plan.python_ranks = may_run_python(job.request.program, job.settings.python_stacks,
                                          job.plan.argv.front(), read_head(job.plan.argv.front()));

@@ -105,15 +105,6 @@ int local_workers(const config::Settings& s, const std::vector<std::string>& sel
                                  local),
                      "use --num_processes equal to --num_machines, or DDP (MULTI_GPU)");
   }
-  if (!cpu && !data_parallel && !selected.empty() && local > static_cast<int>(selected.size())) {
-    throw UsageError(
-        fmt::format("{} GPU workers were asked for on this machine{}, but only {} GPU(s) were "
-                    "found ({})",
-                    local, from(sources, s.nproc_per_node ? "nproc_per_node" : "num_processes"),
-                    selected.size(), fmt::join(selected, ",")),
-        fmt::format("use --num_processes {} (one per GPU), or --use_cpu for CPU workers",
-                    selected.size() * num_machines));
-  }
   return local;
 }
 
@@ -238,6 +229,20 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
   set_diagnosis(plan, s);
   set_forwarded_signals(plan, s);
   return plan;
+}
+
+std::optional<std::string> shared_gpus_warning(const LaunchPlan& plan) {
+  const int gpus = static_cast<int>(plan.gpus.size());
+  if (gpus == 0 || plan.local_world_size <= gpus) return std::nullopt;
+  const int last = plan.local_world_size - 1;
+  const std::string without =
+      last > gpus ? fmt::format("local ranks {} to {} have no GPU of their own", gpus, last)
+                  : fmt::format("local rank {} has no GPU of its own", gpus);
+  return fmt::format(
+      "{} GPU workers share {} GPU(s) on this machine ({}): {}, so "
+      "torch.cuda.set_device(LOCAL_RANK) fails there and NCCL refuses two ranks on one GPU; "
+      "use --num_processes {} for one worker per GPU, or --use_cpu for CPU workers",
+      plan.local_world_size, gpus, fmt::join(plan.gpus, ","), without, gpus * plan.num_machines);
 }
 
 }  // namespace xlaunch::launcher

@@ -66,6 +66,11 @@ LaunchPlan make_plan(const config::Settings& settings, std::vector<std::string> 
                      const std::vector<std::string>& visible_gpus, std::string run_id,
                      const Sources& sources = {});
 
+/// What to tell the user when this machine runs more GPU workers than it has GPUs (torchrun
+/// and accelerate run them; so does xlaunch): which local ranks have no GPU of their own.
+/// nullopt when every worker has one, or for a CPU job.
+std::optional<std::string> shared_gpus_warning(const LaunchPlan& plan);
+
 /// A fresh run id: UTC date-time plus random hex, sortable in a log folder.
 std::string make_run_id(std::chrono::system_clock::time_point now, std::uint32_t random);
 

@@ -45,12 +45,25 @@ TEST_CASE("worker counts below 1 are usage errors", "[plan]") {
   CHECK_THROWS_AS(plan_for(s), UsageError);
 }
 
-TEST_CASE("more GPU workers than GPUs says how many were found", "[plan]") {
+TEST_CASE("more GPU workers than GPUs share them, as under torchrun, with a warning", "[plan]") {
   config::Settings s;
   s.num_processes = 4;
-  CHECK_THROWS_WITH(plan_for(s, {"6", "7"}), Catch::Contains("only 2 GPU(s) were found (6,7)"));
+  const LaunchPlan shared = plan_for(s, {"6", "7"});
+  CHECK(shared.local_world_size == 4);
+  CHECK(shared.gpus == Strings{"6", "7"});
+  CHECK(shared_gpus_warning(shared) ==
+        "4 GPU workers share 2 GPU(s) on this machine (6,7): local ranks 2 to 3 have no GPU of "
+        "their own, so torch.cuda.set_device(LOCAL_RANK) fails there and NCCL refuses two ranks "
+        "on one GPU; use --num_processes 2 for one worker per GPU, or --use_cpu for CPU workers");
+  s.num_processes = 2;
+  CHECK_THAT(*shared_gpus_warning(plan_for(s, {"0"})),
+             Catch::StartsWith("2 GPU workers share 1 GPU(s) on this machine (0): local rank 1 "
+                               "has no GPU of its own"));
+  CHECK_FALSE(shared_gpus_warning(plan_for(s, {"0", "1"})));
+  CHECK_FALSE(shared_gpus_warning(plan_for(s, {"0", "1", "2"})));
   s.use_cpu = true;
   CHECK(plan_for(s, {"6", "7"}).gpus.empty());
+  CHECK_FALSE(shared_gpus_warning(plan_for(s, {"6", "7"})));
 }
 
 TEST_CASE("fewer workers than GPUs use the first ones - DP uses all in one process", "[plan]") {

@@ -79,6 +79,8 @@ def test_a_lagging_gpu_and_memory_on_another_rank_s_gpu_are_reported(xlaunch_bin
     assert (f"xlaunch: warning: rank 0 (pid {child}) holds 512 MiB of memory on GPU 1, which is "
             f"not its own (GPU 0)" in r.stderr), r.stderr
     assert "rank 1 (pid" not in r.stderr  # rank 1 holds nothing anywhere
+    assert "xlaunch: warning: rank 1 did no GPU work" in r.stderr, r.stderr
+    assert "rank 0 did no GPU work" not in r.stderr
 
     (run_dir,) = (tmp_path / "logs").iterdir()
     rows = parse_gpu_csv((run_dir / "gpu.csv").read_text())
@@ -89,6 +91,56 @@ def test_a_lagging_gpu_and_memory_on_another_rank_s_gpu_are_reported(xlaunch_bin
     assert all(p == {"pid": child, "rank": 0, "bytes": 512 << 20} for p in holders)
     # The summary is in the launcher's log too.
     assert "far below GPU 0" in (run_dir / "xlaunch.log").read_text()
+
+
+# Rank 0 "allocates" on GPU 0 (a file the fake NVML lists); rank 1 never touches a GPU.
+# Both wait until the series shows rank 0 three times.
+SHARED_WORKER = textwrap.dedent("""
+    import os, pathlib, sys, time
+    rank = int(os.environ["RANK"])
+    procs = pathlib.Path(sys.argv[1])
+    if rank == 0:
+        (procs / f"0-{os.getpid()}").write_text(str(1 << 30))
+        (procs / "rank0").write_text(str(os.getpid()))
+    while not (procs / "rank0").exists():
+        time.sleep(0.05)
+    pid = (procs / "rank0").read_text()
+    csv = pathlib.Path(os.environ["XLAUNCH_LOG_DIR"]) / "gpu.csv"
+    deadline = time.monotonic() + 120
+
+    def listed():
+        text = csv.read_text() if csv.exists() else ""
+        return text.count(f",{pid}:0:") + text.count(f";{pid}:0:")
+
+    while listed() < 3:
+        if time.monotonic() > deadline:
+            sys.exit(f"the launcher never listed pid {pid} in {csv}")
+        time.sleep(0.1)
+""")
+
+
+def test_two_workers_on_one_gpu_run_and_the_one_that_idles_is_named(xlaunch_bin, fake_nvml,
+                                                                    tmp_path):
+    """Seen on an H100: CUDA_VISIBLE_DEVICES=0 and two workers, only rank 0 computing, was
+    refused (torchrun runs it), so no idle rank could be shown."""
+    procs = tmp_path / "procs"
+    procs.mkdir()
+    script = tmp_path / "nvml-script"
+    write_script(script, [95], procs)
+    worker = tmp_path / "worker.py"
+    worker.write_text(SHARED_WORKER)
+    r = subprocess.run(
+        [xlaunch_bin, "launch", "--python", sys.executable, "--num_processes", "2", str(worker),
+         str(procs)],
+        env=merged_env({**fake_env(fake_nvml, script), "CUDA_VISIBLE_DEVICES": "0"}),
+        capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "xlaunch: warning: 2 GPU workers share 1 GPU(s) on this machine (0): local rank 1 " \
+        "has no GPU of its own" in r.stderr
+    assert "xlaunch: GPU 0: utilization average 95%" in r.stderr
+    assert "xlaunch: warning: rank 1 did no GPU work: it held memory on no GPU in any " \
+        "reading, while rank 0 did in" in r.stderr, r.stderr
+    assert "rank 0 did no GPU work" not in r.stderr
 
 
 def test_without_log_dir_the_series_lives_in_the_run_s_temporary_folder(xlaunch_bin, fake_nvml,
