@@ -206,9 +206,8 @@ TEST_CASE("config default refuses what cannot launch here, saying why", "[launch
   auto refusal = launch_refusal(default_settings(machine(0), multi_gpu), {});
   REQUIRE(refusal);
   CHECK(std::string(refusal->what()).find("no GPU is visible") != std::string::npos);
-  Settings too_many;
-  too_many.num_processes = 2;
-  refusal = launch_refusal(default_settings(machine(1), too_many), gpu_ids(1));
-  REQUIRE(refusal);
-  CHECK(std::string(refusal->what()).find("2 GPU workers were asked for") != std::string::npos);
+  // More workers than GPUs launch (they share them, as under torchrun), so nothing refuses.
+  Settings shared;
+  shared.num_processes = 2;
+  CHECK_FALSE(launch_refusal(default_settings(machine(1), shared), gpu_ids(1)));
 }
