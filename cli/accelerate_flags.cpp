@@ -112,25 +112,12 @@ void add_accelerate_flags(CLI::App& cmd, AccelerateFlags& flags) {
   }
 }
 
-void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
-                             config::Settings& settings) {
-  // Undeclared, none of accelerate's own was given (of the names below, launch's may be).
-  const std::span<const OtherFlag> others =
-      flags.declared ? std::span(kOther) : std::span(kOther, 0);
-  const std::span<const config::AccelerateArg> args =
-      flags.declared ? std::span(config::accelerate_args())
-                     : std::span<const config::AccelerateArg>();
-  for (const OtherFlag& f : others) {
-    if (!given(cmd, flags, f.name)) continue;
-    if (f.refused) {
-      throw UsageError(fmt::format("--{} is accelerate's, but {}", f.name, f.reason),
-                       fmt::format("drop --{}", f.name));
-    }
-    if (*f.reason) launcher::say("xlaunch: note: --{} has no effect: {}\n", f.name, f.reason);
-  }
+namespace {
 
-  config::AccelerateArgs& out = settings.accelerate;
-  for (const config::AccelerateArg& arg : args) {
+// accelerate's own flags given on the command line, into `out` (name -> value).
+void read_accelerate_args(const CLI::App& cmd, AccelerateFlags& flags,
+                          config::AccelerateArgs& out) {
+  for (const config::AccelerateArg& arg : config::accelerate_args()) {
     const std::string name(arg.name);
     if (!given(cmd, flags, name)) continue;
     if (arg.kind == config::ArgKind::Switch) {
@@ -147,6 +134,26 @@ void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
       launcher::say("xlaunch: note: --{} has {}\n", name, arg.help);
     }
   }
+}
+
+}  // namespace
+
+void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
+                             config::Settings& settings) {
+  // Undeclared (no word could name one), none of accelerate's own was given; of the names
+  // read after this block, launch's may still be.
+  if (flags.declared) {
+    for (const OtherFlag& f : kOther) {
+      if (!given(cmd, flags, f.name)) continue;
+      if (f.refused) {
+        throw UsageError(fmt::format("--{} is accelerate's, but {}", f.name, f.reason),
+                         fmt::format("drop --{}", f.name));
+      }
+      if (*f.reason) launcher::say("xlaunch: note: --{} has no effect: {}\n", f.name, f.reason);
+    }
+    read_accelerate_args(cmd, flags, settings.accelerate);
+  }
+  config::AccelerateArgs& out = settings.accelerate;
   if (given(cmd, flags, "same_network")) settings.same_network = true;
   if (given(cmd, flags, "mixed_precision")) out[std::string(config::kMixedPrecisionFlag)] = "true";
 

@@ -1,6 +1,5 @@
 #include "job/early_start.hpp"
 
-#include <cstdlib>
 #include <exception>
 #include <optional>
 

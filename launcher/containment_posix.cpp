@@ -172,6 +172,8 @@ void GroupGuardian::end_early() {
 }
 
 GroupGuardian GroupGuardian::start(ContainmentRequest request) {
+  // The early guardian is a cgroup one, forked for the request XLAUNCH_CONTAINMENT made at
+  // start-up; a launch that asks for another mechanism first must not inherit it.
   if (containment_candidates(request).front() != Containment::Cgroup) end_early();
   std::vector<ContainmentProbe> probes;
   for (Containment mechanism : containment_candidates(request)) {
