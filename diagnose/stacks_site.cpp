@@ -10,7 +10,7 @@ std::string_view sitecustomize_text() {
 # stacks: faulthandler dumps every thread to a file on XLAUNCH_STACKS_SIGNAL (SIGURG, which a
 # program that does not handle it ignores). Then it runs the sitecustomize module this one
 # shadows, if there is one. Before that it drops one variable PyTorch 2.2+ warns about.
-def _xlaunch_nccl_names(os):
+def _xlaunch_nccl_names(os, sys):
     # xlaunch sets NCCL's async error handling under both names, as torchrun 1.13 and 2.2+
     # each set theirs. PyTorch 2.2+ reads the new name first and warns about the old one (two
     # lines per rank): drop the old one where it says the same and this Python's torch is 2.2+.
@@ -18,9 +18,14 @@ def _xlaunch_nccl_names(os):
     if old is None or old != os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING"):
         return
     try:
-        from importlib.machinery import PathFinder
-
-        spec = PathFinder.find_spec("torch")  # found, not imported
+        # Found as `import torch` would find it, not imported; through the finders already
+        # loaded, so that a worker without torch imports nothing more (importlib: ~0.7 ms).
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find("torch", None) if find else None
+            if spec is not None:
+                break
         if spec is None or not spec.submodule_search_locations:
             return
         folder = list(spec.submodule_search_locations)[0]
@@ -39,7 +44,7 @@ def _xlaunch_setup():
     import os
     import sys
 
-    _xlaunch_nccl_names(os)
+    _xlaunch_nccl_names(os, sys)
     here = os.path.dirname(os.path.abspath(__file__))
     folder = os.environ.get("XLAUNCH_STACKS_DIR")
     signum = os.environ.get("XLAUNCH_STACKS_SIGNAL")

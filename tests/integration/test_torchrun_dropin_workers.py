@@ -67,6 +67,13 @@ def test_only_torch_2_2_and_newer_lose_the_old_nccl_name_they_warn_about(xlaunch
         # Names that disagree were set by the user: both stay.
         assert report_nccl_names(xlaunch_bin, tmp_path, PYTHONPATH=str(fake.parent),
                                  NCCL_ASYNC_ERROR_HANDLING="0") == ("1", "0"), version
+    # Looking torch up imports nothing a worker would not have imported anyway.
+    worker = tmp_path / "modules.py"
+    worker.write_text("import sys\nprint('importlib' in sys.modules, 'warnings' in sys.modules)\n")
+    r = subprocess.run([xlaunch_bin, "launch", "--python", sys.executable, str(worker)],
+                       capture_output=True, text=True, env=isolated_env(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "[rank0]: False False" in r.stdout, r.stdout
 
 
 def test_rdzv_endpoint_on_this_machine_hosts_and_a_second_launcher_joins(xlaunch_bin,
