@@ -148,9 +148,11 @@ GpuUse summarize_gpu_use(const std::vector<GpuSample>& samples,
 
   // rank, pid, GPU: each misplaced holder once, with the most memory it was seen holding.
   std::map<std::tuple<int, long, unsigned>, std::uint64_t> misplaced;
+  std::map<int, std::set<std::int64_t>> rounds_of_rank;  // rank -> readings it held memory in
   for (const GpuSample& s : samples) {
     for (const SampledProcess& p : s.processes) {
       if (p.rank < 0) continue;
+      rounds_of_rank[p.rank].insert(s.unix_ms);
       auto own = gpu_of_rank.find(p.rank);
       if (own == gpu_of_rank.end() || own->second == s.gpu) continue;
       auto& most = misplaced[{p.rank, p.pid, s.gpu}];
@@ -168,12 +170,6 @@ GpuUse summarize_gpu_use(const std::vector<GpuSample>& samples,
 
   // A rank seen on no GPU while another worked: with GPUs shared by several ranks no GPU's
   // average shows it. Only after a few readings of the other, so a short job says nothing.
-  std::map<int, std::set<std::int64_t>> rounds_of_rank;  // rank -> readings it held memory in
-  for (const GpuSample& s : samples) {
-    for (const SampledProcess& p : s.processes) {
-      if (p.rank >= 0) rounds_of_rank[p.rank].insert(s.unix_ms);
-    }
-  }
   const auto busiest_rank = std::max_element(
       rounds_of_rank.begin(), rounds_of_rank.end(),
       [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
