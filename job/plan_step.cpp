@@ -2,13 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <random>
-
 #include "config/usage_error.hpp"
 #include "gpu/devices.hpp"
 #include "job/python_ranks.hpp"
 #include "launcher/capacity.hpp"
 #include "launcher/console.hpp"
+#include "launcher/random_bits.hpp"
 #include "launcher/report.hpp"
 
 namespace xlaunch::job {
@@ -69,8 +68,8 @@ void plan_job(Job& job) {
   std::vector<std::string> argv = resolve_worker_argv(
       job.request.program, lookup(job.parent_env, "PATH").value_or("/usr/bin:/bin"),
       host_exec_probe());
-  std::random_device entropy;
-  job.plan = make_plan(job.settings, std::move(argv), visible, make_run_id(Clock::now(), entropy()),
+  job.plan = make_plan(job.settings, std::move(argv), visible,
+                       make_run_id(Clock::now(), static_cast<std::uint32_t>(random_bits())),
                        job.request.sources);
   if (auto warning = shared_gpus_warning(job.plan)) say("xlaunch: warning: {}\n", *warning);
   job.plan.python_program = runs_under_python(job.request.program);

@@ -9,10 +9,10 @@
 #include <time.h>
 
 #include <cstring>
-#include <random>
 #include <system_error>
 
 #include "launcher/containment_posix.hpp"
+#include "launcher/random_bits.hpp"
 #include "launcher/run_files.hpp"
 
 namespace xlaunch::launcher {
@@ -133,9 +133,7 @@ ContainmentProbe run_cgroup_location(std::string& dir) {
         fmt::format("cgroup {} is under no cgroup2 mount in /proc/self/mountinfo", *path);
     return probe;
   }
-  std::random_device entropy;
-  const unsigned long long random = (static_cast<unsigned long long>(entropy()) << 32) | entropy();
-  dir = *parent + "/" + run_cgroup_name(::getpid(), random);
+  dir = *parent + "/" + run_cgroup_name(::getpid(), random_bits());
   probe.works = true;
   probe.detail = *parent;
   return probe;
