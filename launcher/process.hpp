@@ -40,6 +40,14 @@ struct SpawnSpec {
 /// that reaps children, so none is reaped before its pid is known.
 long spawn_worker(const SpawnSpec& spec);
 
+/// spawn_worker in two halves, so that the launcher prepares the next rank while the
+/// spawner makes this one. request_worker sends the request (the spawner holds its own
+/// copies of the descriptors from then on); await_worker answers the oldest request not yet
+/// answered, as spawn_worker would have. A child reaped between the two may be the new one,
+/// whose pid is not known yet: keep its exit until it is.
+void request_worker(const SpawnSpec& spec);
+long await_worker();
+
 /// fork() without running any atfork handler, for a child that makes only system calls
 /// until it execs or exits: a library's handler may allocate, which the child of a process
 /// with threads must not. `extra_flags` adds clone flags (CLONE_PARENT). Returns as fork().

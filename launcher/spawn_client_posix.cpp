@@ -149,11 +149,30 @@ Spawner::~Spawner() {
 
 long spawner_pid() { return running.pid; }
 
-long spawn_worker(const SpawnSpec& spec) {
+namespace {
+
+// Silent, gone or garbled: it serves no one else in this run.
+[[noreturn]] void give_up_on_spawner(long deadline) {
+  const bool timed_out = monotonic_ms() >= deadline;
+  if (timed_out) ::kill(static_cast<pid_t>(running.pid), SIGKILL);  // not reaped: it is ours
+  close_fd(running.fd);
+  throw std::runtime_error(timed_out ? fmt::format("the spawner (pid {}) did not answer within "
+                                                   "{} s",
+                                                   running.pid, kAnswerMs / 1000)
+                                     : fmt::format("the spawner (pid {}) is gone", running.pid));
+}
+
+void check_spawner_usable() {
   if (running.fd < 0) {
     throw std::runtime_error(running.pid < 0 ? "no spawner is running"
                                              : "the spawner failed earlier in this run");
   }
+}
+
+}  // namespace
+
+void request_worker(const SpawnSpec& spec) {
+  check_spawner_usable();
   const WorkerPlacement& place = worker_placement();
   const bool in_namespace = place.pid_namespace >= 0;
   const std::string cgroup_procs = spec.in_run_cgroup ? place.cgroup_procs : "";
@@ -162,26 +181,27 @@ long spawn_worker(const SpawnSpec& spec) {
   const int fds[kMaxRequestFds] = {spec.stdout_fd, spec.stderr_fd, spec.status_fd,
                                    place.pid_namespace};
   const long deadline = monotonic_ms() + kAnswerMs;
-  std::optional<SpawnReply> reply;
-  if (send_spawn_request(running.fd, frame, fds, kRequestFds + (in_namespace ? 1 : 0), deadline)) {
-    reply = receive_spawn_reply(running.fd, deadline);
+  if (!send_spawn_request(running.fd, frame, fds, kRequestFds + (in_namespace ? 1 : 0), deadline)) {
+    give_up_on_spawner(deadline);
   }
-  if (!reply) {
-    // Silent, gone or garbled: it serves no one else in this run.
-    const bool timed_out = monotonic_ms() >= deadline;
-    if (timed_out) ::kill(static_cast<pid_t>(running.pid), SIGKILL);  // not reaped: it is ours
-    close_fd(running.fd);
-    throw std::runtime_error(timed_out ? fmt::format("the spawner (pid {}) did not answer within "
-                                                     "{} s",
-                                                     running.pid, kAnswerMs / 1000)
-                                       : fmt::format("the spawner (pid {}) is gone", running.pid));
-  }
+}
+
+long await_worker() {
+  check_spawner_usable();
+  const long deadline = monotonic_ms() + kAnswerMs;
+  const std::optional<SpawnReply> reply = receive_spawn_reply(running.fd, deadline);
+  if (!reply) give_up_on_spawner(deadline);
   if (reply->error != 0) {
     throw std::system_error(reply->error, std::generic_category(), "clone");
   }
   // Its group exists before the launcher can signal it (EACCES once it exec'd: harmless).
   ::setpgid(reply->pid, reply->pid);
   return reply->pid;
+}
+
+long spawn_worker(const SpawnSpec& spec) {
+  request_worker(spec);
+  return await_worker();
 }
 
 }  // namespace xlaunch::launcher

@@ -11,6 +11,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <csignal>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -116,6 +117,17 @@ struct Supervisor::Impl {
   std::size_t batch_tail_count = 0;                           // stderr lines it held
   std::unique_ptr<PreloadTemplate> preload;  // --preload's template, for the whole run
   bool preload_ready = false;                // it answered that it can fork ranks
+  // Ranks asked of the spawner and not answered yet, oldest first: the spawner makes one
+  // while the launcher prepares the next.
+  struct PendingStart {
+    std::size_t local_rank = 0;
+    int status_fd = -1;  // the read end of its start-status pipe
+  };
+  std::deque<PendingStart> pending_starts;
+  // Exits reaped while a rank's pid was still unknown: maybe that rank's, claimed once the
+  // spawner answers (the others are adopted orphans).
+  std::vector<ExitEvent> unclaimed_exits;
+  int stop_signal = SIGTERM;  // what stop_workers sent: a rank that starts late gets it too
 
   Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g);
   ~Impl();
@@ -162,12 +174,17 @@ struct Supervisor::Impl {
   void start_preload();
   // Before an attempt's ranks start: waits (on the loop) for the template's answer.
   void await_preload();
-  // The rank's process: forked from the template when it is ready, else by the spawner.
-  long spawn_rank(const SpawnSpec& spec);
+  // The rank's process, forked from the template when it is ready: its pid. Else asked of
+  // the spawner (request_worker): nullopt, the pid comes from complete_oldest_start.
+  std::optional<long> spawn_rank(const SpawnSpec& spec);
 
   // --- starting workers (supervisor_start.cpp) -------------------------------------
 
   void start_worker(Worker& worker, int attempt, int local_rank);
+  // The spawner's answer for the oldest pending start: the rank runs, or failed to start.
+  void complete_oldest_start();
+  // A rank's process exists: it is watched, reaped and stopped like every other.
+  void track_started(Worker& worker, long pid, int status_fd);
   // The rank could not be started (no descriptors left, a log folder that cannot be made,
   // no process): a failure of this rank, reported like any other.
   void fail_to_start(Worker& worker, int local_rank, int exit_code, const std::string& reason);

@@ -102,7 +102,7 @@ void Supervisor::Impl::await_preload() {
   files.log(fmt::format("--preload: template (pid {}) ready", preload->pid()));
 }
 
-long Supervisor::Impl::spawn_rank(const SpawnSpec& spec) {
+std::optional<long> Supervisor::Impl::spawn_rank(const SpawnSpec& spec) {
   if (preload && preload_ready) {
     try {
       return preload->spawn(spec);
@@ -112,7 +112,8 @@ long Supervisor::Impl::spawn_rank(const SpawnSpec& spec) {
       preload_ready = false;
     }
   }
-  return spawn_worker(spec);
+  request_worker(spec);
+  return std::nullopt;
 }
 
 }  // namespace xlaunch::launcher

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <system_error>
 
 #include "launcher/exit_status.hpp"
@@ -68,29 +69,77 @@ void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank)
   }
   ++unfinished;
   worker.outcome.start = Clock::now();
+  std::optional<long> made;
+  bool asked = false;
   try {
-    worker.outcome.pid =
+    made =
         spawn_rank(SpawnSpec{plan.argv, to_envp(env), out.write_fd, err.write_fd, status.write_fd});
-    close_fd(status.write_fd);  // from now on only the child holds it
-    guardian.watch(worker.outcome.pid);
-    worker.running = true;
-    by_pid[worker.outcome.pid] = static_cast<std::size_t>(local_rank);
-    watch_start(worker, status.read_fd);
-    if (monitor) monitor->on_start(local_rank, rank, worker.outcome.pid);
-    if (hooks && hooks->on_worker_started)
-      hooks->on_worker_started(attempt, rank, worker.outcome.pid);
-    files.log(fmt::format("attempt {}: rank {} (local rank {}) started, pid {}", attempt, rank,
-                          local_rank, worker.outcome.pid));
+    asked = !made;
   } catch (const std::exception& e) {
     close_fd(status.read_fd);
-    close_fd(status.write_fd);
     fail_to_start(worker, local_rank, exit_status::kFailure,
                   fmt::format("could not start a process for this rank: {}", e.what()));
   }
+  // The spawner (or the template) holds its own copies: from its answer on, only the child
+  // holds the write ends.
+  close_fd(status.write_fd);
   close_fd(out.write_fd);
   close_fd(err.write_fd);
+  if (asked) {
+    // Its output is read once its pid is known, so that no end of it is taken for the end
+    // of a worker that has not started.
+    pending_starts.push_back({static_cast<std::size_t>(local_rank), status.read_fd});
+    return;
+  }
+  if (made) track_started(worker, *made, status.read_fd);
   read_more(worker, worker.out);
   read_more(worker, worker.err);
+}
+
+void Supervisor::Impl::complete_oldest_start() {
+  const PendingStart pending = pending_starts.front();
+  pending_starts.pop_front();
+  Worker& worker = workers[pending.local_rank];
+  int status_fd = pending.status_fd;
+  try {
+    track_started(worker, await_worker(), status_fd);
+  } catch (const std::exception& e) {
+    close_fd(status_fd);
+    fail_to_start(worker, static_cast<int>(pending.local_rank), exit_status::kFailure,
+                  fmt::format("could not start a process for this rank: {}", e.what()));
+  }
+  read_more(worker, worker.out);
+  read_more(worker, worker.err);
+  // It may have ended already, reaped while its pid was unknown.
+  const long pid = worker.outcome.pid;
+  const auto ended = std::find_if(unclaimed_exits.begin(), unclaimed_exits.end(),
+                                  [pid](const ExitEvent& event) { return event.pid == pid; });
+  if (pid > 0 && ended != unclaimed_exits.end()) {
+    const ExitEvent event = *ended;
+    unclaimed_exits.erase(ended);
+    on_exit(event);
+  }
+  if (pending_starts.empty()) unclaimed_exits.clear();  // adopted orphans
+}
+
+void Supervisor::Impl::track_started(Worker& worker, long pid, int status_fd) {
+  const int local_rank = worker.outcome.local_rank;
+  worker.outcome.pid = pid;
+  guardian.watch(pid);
+  worker.running = true;
+  by_pid[pid] = static_cast<std::size_t>(local_rank);
+  watch_start(worker, status_fd);
+  if (monitor) monitor->on_start(local_rank, worker.outcome.rank, pid);
+  if (hooks && hooks->on_worker_started) {
+    hooks->on_worker_started(worker.outcome.attempt, worker.outcome.rank, pid);
+  }
+  files.log(fmt::format("attempt {}: rank {} (local rank {}) started, pid {}",
+                        worker.outcome.attempt, worker.outcome.rank, local_rank, pid));
+  if (stopping) {
+    // Asked for before the stop, answered after it: it stops with the others.
+    worker.outcome.stopped_by_launcher = true;
+    signal_group(pid, stop_signal);
+  }
 }
 
 void Supervisor::Impl::fail_to_start(Worker& worker, int local_rank, int exit_code,

@@ -211,3 +211,46 @@ touch {tmp_path}/up_$RANK; exec sleep 60
     summary = json.loads(next(logs.iterdir()).joinpath("summary.json").read_text())
     assert summary["root_cause"]["rank"] == 0 and summary["root_cause"]["attempt"] == 1
     assert [w["rank"] for w in summary["not_started"]] == [1]
+
+
+def test_ranks_that_end_before_the_spawner_answers_are_each_reported(xlaunch_bin, tmp_path):
+    # The launcher asks the spawner for the next ranks before it reads their pids, so a rank
+    # that ends at once is often reaped before its pid is known (16 of `exit`: several per
+    # run here). Each exit must still be its rank's: every pid in the summary, every code
+    # right, the failing rank the root cause, and no launch waiting for an exit it lost.
+    script = 'if [ "$RANK" = 11 ]; then exit 5; fi; exit 0'
+    for run in range(6):
+        logs = tmp_path / f"logs{run}"
+        r = subprocess.run([xlaunch_bin, "launch", "--num_processes", "16", "--log_dir",
+                            str(logs), "--no_python", "/bin/sh", "-c", script],
+                           env=merged_env(None), capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        assert r.returncode == 5, r.stderr
+        (run_dir,) = list(logs.iterdir())
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["root_cause"]["rank"] == 11, summary
+        workers = {w["rank"]: w for w in summary["workers"]}
+        assert workers[11]["exit_code"] == 5
+        started = [w for w in workers.values() if w["pid"] > 0]
+        assert len({w["pid"] for w in started}) == len(started)
+        # Those that ended on their own before the stop came, ended with 0.
+        for w in started:
+            if w["rank"] != 11 and not w["stopped_by_launcher"]:
+                assert w["exit_code"] == 0, w
+        launcher_log = (run_dir / "xlaunch.log").read_text()
+        for w in started:
+            assert f"rank {w['rank']} (pid {w['pid']})" in launcher_log, launcher_log
+
+
+def test_sixteen_ranks_that_end_at_once_all_finish(xlaunch_bin, tmp_path):
+    for run in range(6):
+        logs = tmp_path / f"logs{run}"
+        r = subprocess.run([xlaunch_bin, "launch", "--num_processes", "16", "--log_dir",
+                            str(logs), "--no_python", "/bin/true"], env=merged_env(None),
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        assert r.returncode == 0, r.stderr
+        assert "all 16 workers finished successfully" in r.stderr
+        (run_dir,) = list(logs.iterdir())
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert sorted(w["rank"] for w in summary["workers"]) == list(range(16))
+        assert all(w["exit_code"] == 0 and w["pid"] > 0 for w in summary["workers"]), summary
