@@ -23,8 +23,9 @@
 namespace xlaunch::launcher {
 namespace {
 
-// The spawner answers right after its clone(): a spawner silent this long is stopped or
-// broken, and the rank it was asked for fails rather than the launcher waiting for ever.
+// The spawner answers once the new process has exec'd (or failed to): a spawner silent
+// this long is stopped, broken, or held by a process that hangs before its program is
+// loaded, and the rank it was asked for fails rather than the launcher waiting for ever.
 constexpr long kAnswerMs = 30'000;
 
 struct Running {
@@ -62,10 +63,14 @@ bool send_spawn_request(int socket, std::string_view frame, const int* fds, int 
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int) * fd_count);
   std::memcpy(CMSG_DATA(c), fds, sizeof(int) * fd_count);
+  // Within the deadline like the body: requests sent ahead may fill the socket while the
+  // spawner waits for a new process's exec.
   ssize_t n;
-  do {
-    n = ::sendmsg(socket, &message, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
+  while (true) {
+    n = ::sendmsg(socket, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0 || (errno != EINTR && errno != EAGAIN)) break;
+    if (errno == EAGAIN && !wait_ready(socket, POLLOUT, deadline_ms)) return false;
+  }
   if (n != static_cast<ssize_t>(kSpawnHeaderSize)) return false;
   frame.remove_prefix(kSpawnHeaderSize);
   while (!frame.empty()) {
@@ -148,6 +153,8 @@ Spawner::~Spawner() {
 }
 
 long spawner_pid() { return running.pid; }
+
+bool spawner_usable() { return running.fd >= 0; }
 
 namespace {
 

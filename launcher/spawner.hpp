@@ -34,4 +34,8 @@ class Spawner {
 /// the end of an attempt, the spawner is not.
 long spawner_pid();
 
+/// False once the spawner failed (gone, silent, garbled) or where none runs: a process it
+/// made may then never have been named to the launcher.
+bool spawner_usable();
+
 }  // namespace xlaunch::launcher

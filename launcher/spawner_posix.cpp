@@ -48,10 +48,11 @@ struct ChildPlan {
   pid_t expected_parent;  // the launcher; 0 inside the run's PID namespace
 };
 
-// The child's functions are not instrumented by AddressSanitizer: sharing the spawner's
-// memory on a stack the runtime does not know, it would take that for the spawner's and
-// mend its records (and warn on the worker's stderr).
-#define XLAUNCH_CHILD_CODE __attribute__((no_sanitize("address")))
+// The child's functions are not instrumented by the sanitizers: sharing the spawner's
+// memory on a stack their runtime does not know, it would take that for the spawner's and
+// mend its records (and warn on the worker's stderr, or abort() with the spawner's cached
+// thread id).
+#define XLAUNCH_CHILD_CODE __attribute__((no_sanitize("address", "undefined")))
 
 XLAUNCH_CHILD_CODE bool write_whole_text(const char* path, const char* text, std::size_t size) {
   const int fd = ::open(path, O_WRONLY | O_CLOEXEC);

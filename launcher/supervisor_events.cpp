@@ -12,10 +12,6 @@
 namespace xlaunch::launcher {
 namespace {
 
-// After a worker exits, how long its pipes may stay open (held by a descendant) before the
-// launcher stops reading them and reports the exit anyway.
-constexpr auto kDrainGrace = std::chrono::seconds(2);
-
 // A second stop signal this soon after the first is the same request arriving twice; a
 // person's second Ctrl-C comes later.
 constexpr auto kSameStopRequest = std::chrono::milliseconds(500);
@@ -38,8 +34,11 @@ void Supervisor::Impl::on_exit(const ExitEvent& event) {
   if (preload && event.pid == preload->pid()) preload->mark_reaped();
   auto it = by_pid.find(event.pid);
   if (it == by_pid.end()) {
-    // A rank whose pid the spawner has not told yet, or an adopted orphan.
-    if (!pending_starts.empty()) unclaimed_exits.push_back(event);
+    // A rank whose pid the spawner has not told yet, or an adopted orphan: the answers are
+    // taken now (they are on their way), so that an exit counts when it was seen.
+    if (pending_starts.empty()) return;
+    unclaimed_exits.push_back(event);
+    while (!pending_starts.empty()) complete_oldest_start();
     return;
   }
   const std::size_t index = it->second;
@@ -110,6 +109,7 @@ void Supervisor::Impl::stop_workers(int signal) {
 }
 
 void Supervisor::Impl::kill_all(std::string_view why) {
+  killed_all = true;
   bool any = false;
   for (Worker& worker : workers) {
     if (worker.finished || worker.outcome.pid == 0) continue;
@@ -186,6 +186,7 @@ void Supervisor::Impl::run_attempt(int attempt) {
   by_pid.clear();
   unfinished = 0;
   stopping = false;
+  killed_all = false;
   attempt_done = false;
   failure_published = false;
   stalled_stop = false;

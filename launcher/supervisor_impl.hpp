@@ -112,6 +112,9 @@ struct Supervisor::Impl {
   std::string_view batch_bytes;       // the read being split (pieces inside it stay valid)
   std::string_view batch_last_line;   // its last non-empty piece, for the stall monitor
   std::string batch_last_copy;        // that piece, when the splitter's own buffer held it
+  // After a worker exits, how long its pipes may stay open (held by a descendant) before
+  // the launcher stops reading them and reports the exit anyway.
+  static constexpr auto kDrainGrace = std::chrono::seconds(2);
   static constexpr std::size_t kStderrTailLines = 20;         // shown in a failure's report
   std::array<std::string_view, kStderrTailLines> batch_tail;  // its last stderr lines, a ring
   std::size_t batch_tail_count = 0;                           // stderr lines it held
@@ -128,6 +131,7 @@ struct Supervisor::Impl {
   // spawner answers (the others are adopted orphans).
   std::vector<ExitEvent> unclaimed_exits;
   int stop_signal = SIGTERM;  // what stop_workers sent: a rank that starts late gets it too
+  bool killed_all = false;    // kill_all ran this attempt: a rank that starts late gets SIGKILL
 
   Impl(const LaunchPlan& p, const Environment& env, RunFiles& f, std::string h, GroupGuardian& g);
   ~Impl();
@@ -185,6 +189,10 @@ struct Supervisor::Impl {
   void complete_oldest_start();
   // A rank's process exists: it is watched, reaped and stopped like every other.
   void track_started(Worker& worker, long pid, int status_fd);
+  // After the spawner failed: kills our children it made and never named.
+  void kill_unnamed_children();
+  // A rank that failed to start: its pipes are read until they end, or for kDrainGrace.
+  void drain_unstarted(Worker& worker);
   // The rank could not be started (no descriptors left, a log folder that cannot be made,
   // no process): a failure of this rank, reported like any other.
   void fail_to_start(Worker& worker, int local_rank, int exit_code, const std::string& reason);

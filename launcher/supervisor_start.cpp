@@ -10,17 +10,21 @@
 #include <system_error>
 
 #include "launcher/exit_status.hpp"
+#include "launcher/preload_template.hpp"
 #include "launcher/process.hpp"
 #include "launcher/spawn_protocol.hpp"
+#include "launcher/spawner.hpp"
 #include "launcher/supervisor_impl.hpp"
 #include "launcher/worker_env.hpp"
 
 namespace xlaunch::launcher {
 namespace {
 
-// From the spawner's answer until the worker runs its program. Its child does a handful of
-// system calls and execve, which returns once the new program is mapped: milliseconds, or
-// seconds for a program on a slow network file system. A rank that takes longer is stuck.
+// From the spawner's (or the template's) answer until the worker runs its program. Its child
+// does a handful of system calls and execve, which returns once the new program is mapped:
+// milliseconds, or seconds for a program on a slow network file system. A rank that takes
+// longer is stuck. (A child that shares the spawner's memory has exec'd before the answer:
+// the spawner's own 30 s bound covers it, spawn_client_posix.cpp.)
 constexpr auto kStartBound = std::chrono::seconds(30);
 
 }  // namespace
@@ -79,6 +83,7 @@ void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank)
     close_fd(status.read_fd);
     fail_to_start(worker, local_rank, exit_status::kFailure,
                   fmt::format("could not start a process for this rank: {}", e.what()));
+    if (!spawner_usable()) kill_unnamed_children();
   }
   // The spawner (or the template) holds its own copies: from its answer on, only the child
   // holds the write ends.
@@ -94,6 +99,7 @@ void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank)
   if (made) track_started(worker, *made, status.read_fd);
   read_more(worker, worker.out);
   read_more(worker, worker.err);
+  if (!made) drain_unstarted(worker);
 }
 
 void Supervisor::Impl::complete_oldest_start() {
@@ -101,25 +107,32 @@ void Supervisor::Impl::complete_oldest_start() {
   pending_starts.pop_front();
   Worker& worker = workers[pending.local_rank];
   int status_fd = pending.status_fd;
+  bool started = false;
   try {
     track_started(worker, await_worker(), status_fd);
+    started = true;
   } catch (const std::exception& e) {
     close_fd(status_fd);
     fail_to_start(worker, static_cast<int>(pending.local_rank), exit_status::kFailure,
                   fmt::format("could not start a process for this rank: {}", e.what()));
+    if (!spawner_usable()) kill_unnamed_children();
   }
   read_more(worker, worker.out);
   read_more(worker, worker.err);
-  // It may have ended already, reaped while its pid was unknown.
-  const long pid = worker.outcome.pid;
-  const auto ended = std::find_if(unclaimed_exits.begin(), unclaimed_exits.end(),
-                                  [pid](const ExitEvent& event) { return event.pid == pid; });
-  if (pid > 0 && ended != unclaimed_exits.end()) {
-    const ExitEvent event = *ended;
-    unclaimed_exits.erase(ended);
-    on_exit(event);
-  }
+  if (!started) drain_unstarted(worker);
   if (pending_starts.empty()) unclaimed_exits.clear();  // adopted orphans
+}
+
+void Supervisor::Impl::kill_unnamed_children() {
+  // The spawner failed: a process it made and never named (one that hung before its exec,
+  // or whose answer went with the spawner) is still our child (CLONE_PARENT). Killed, it
+  // lets go of its rank's pipes and cannot run unsupervised. Orphans we adopted go too, as
+  // at every attempt's end.
+  for (long child : list_children()) {
+    const bool known = by_pid.contains(child) || child == guardian.pid() ||
+                       child == spawner_pid() || child == preload_template_pid();
+    if (!known) ::kill(static_cast<pid_t>(child), SIGKILL);
+  }
 }
 
 void Supervisor::Impl::track_started(Worker& worker, long pid, int status_fd) {
@@ -135,11 +148,31 @@ void Supervisor::Impl::track_started(Worker& worker, long pid, int status_fd) {
   }
   files.log(fmt::format("attempt {}: rank {} (local rank {}) started, pid {}",
                         worker.outcome.attempt, worker.outcome.rank, local_rank, pid));
-  if (stopping) {
+  // It may have ended already, reaped while its pid was unknown.
+  const auto ended = std::find_if(unclaimed_exits.begin(), unclaimed_exits.end(),
+                                  [pid](const ExitEvent& event) { return event.pid == pid; });
+  if (ended != unclaimed_exits.end()) {
+    const ExitEvent event = *ended;
+    unclaimed_exits.erase(ended);
+    on_exit(event);
+  }
+  if (stopping && worker.running) {
     // Asked for before the stop, answered after it: it stops with the others.
     worker.outcome.stopped_by_launcher = true;
-    signal_group(pid, stop_signal);
+    signal_group(pid, killed_all ? SIGKILL : stop_signal);
   }
+}
+
+void Supervisor::Impl::drain_unstarted(Worker& worker) {
+  // Its pipes end when the last copy closes; should a process keep one (a killed one stuck
+  // in the kernel), read on for a while, then stop reading, as after any exit.
+  if (worker.drained() || worker.finished) return;
+  worker.drain_timer->expires_after(kDrainGrace);
+  worker.drain_timer->async_wait([this, &worker](const boost::system::error_code& ec) {
+    if (ec) return;
+    close_stream(worker, worker.out);
+    close_stream(worker, worker.err);
+  });
 }
 
 void Supervisor::Impl::fail_to_start(Worker& worker, int local_rank, int exit_code,

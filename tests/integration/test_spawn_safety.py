@@ -254,3 +254,33 @@ def test_sixteen_ranks_that_end_at_once_all_finish(xlaunch_bin, tmp_path):
         summary = json.loads((run_dir / "summary.json").read_text())
         assert sorted(w["rank"] for w in summary["workers"]) == list(range(16))
         assert all(w["exit_code"] == 0 and w["pid"] > 0 for w in summary["workers"]), summary
+
+
+FREEZE_THE_RUN_CGROUP = r"""
+if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then
+  cg=$(sed -n 's/^0:://p' /proc/self/cgroup)
+  mnt=$(awk '{for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") print $5; break }}' /proc/self/mountinfo | head -n 1)
+  echo "$mnt$cg" > "$OUT/run_cgroup"
+  echo $$ > "$mnt/cgroup.procs"          # out of the run's cgroup (root may)
+  echo 1 > "$mnt$cg/cgroup.freeze"       # the next attempt's rank is born frozen
+  exit 3
+fi
+exit 0
+"""
+
+
+def test_a_rank_frozen_before_its_exec_fails_and_the_launch_ends(xlaunch_bin, tmp_path):
+    # Attempt 0's rank leaves the run's cgroup and freezes it; attempt 1's rank is born
+    # there, frozen before its exec, which holds the spawner (it waits for each exec). After
+    # the spawner's 30 s the rank fails, its frozen process is killed (it held the rank's
+    # pipes: the launcher waited for them for ever) and the launch ends.
+    r = subprocess.run([xlaunch_bin, "launch", "--num_processes", "1", "--max_restarts", "1",
+                        "--no_python", "/bin/sh", "-c", FREEZE_THE_RUN_CGROUP],
+                       env=merged_env({"OUT": str(tmp_path), "XLAUNCH_CONTAINMENT": "cgroup"}),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 1, r.stderr
+    assert "could not start a process for this rank: the spawner" in r.stderr, r.stderr
+    assert "did not answer within 30 s" in r.stderr, r.stderr
+    run_cgroup = pathlib.Path((tmp_path / "run_cgroup").read_text().strip())
+    assert run_cgroup.name.startswith("xlaunch-"), run_cgroup
+    assert not run_cgroup.exists()  # emptied and removed: the frozen process is gone
