@@ -110,6 +110,7 @@ void StallMonitor::Impl::poll_dumps(std::shared_ptr<std::vector<RankStacks>> res
 
 void StallMonitor::Impl::on_stacks_request(StacksChannel::Reply reply) {
   waiting.push_back(std::move(reply));
+  if (!ranks_started) return;  // on_ranks_started answers it
   if (collecting) {
     dump_again = true;  // answered by a dump that starts after the request
     return;

@@ -54,6 +54,9 @@ class StallMonitor {
   /// store may move between rounds); a rank dialing elsewhere is reported.
   void begin_attempt(const std::string& store_addr, std::uint16_t store_port);
   void on_start(int local_rank, int rank, long pid);
+  /// Every rank of the attempt was started (or the start-up was stopped): `xlaunch stacks`
+  /// requests are answered from now on, the ones that came during the start-up first.
+  void on_ranks_started();
   /// One read of a rank's output, at `when`: `lines` lines, the last non-empty one
   /// `last_line` (empty if none was). Called per read, not per line: a chatty rank writes
   /// millions of lines, and this is on the path that drains its pipe.

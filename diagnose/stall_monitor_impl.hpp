@@ -67,7 +67,8 @@ struct StallMonitor::Impl {
   std::optional<StallDetector> detector;
   bool active = false;
   bool collecting = false;
-  bool dump_again = false;  // a request came while a dump was being collected
+  bool dump_again = false;     // a request came while a dump was being collected
+  bool ranks_started = false;  // until then a request waits: it would see only some ranks
   std::optional<std::string> last_stall_json;
   RunScope run_scope;      // where the run's processes are (sample_run)
   std::string store_addr;  // this attempt's

@@ -151,6 +151,7 @@ void StallMonitor::begin_attempt(const std::string& store_addr, std::uint16_t st
   s.active = true;
   s.collecting = false;
   s.dump_again = false;
+  s.ranks_started = false;
   s.detector.reset();
   if (s.options.stall_timeout.count() > 0) s.detector.emplace(s.options.stall_timeout);
   s.arm_tick();
@@ -168,6 +169,12 @@ void StallMonitor::on_start(int local_rank, int rank, long pid) {
   r.own_pid = s.options.python_stacks && s.options.python_ranks ? read_own_pid(pid) : pid;
   r.started = true;
   r.alive = true;
+}
+
+void StallMonitor::on_ranks_started() {
+  Impl& s = *impl_;
+  s.ranks_started = true;
+  if (!s.waiting.empty() && !s.collecting) s.dump_on_request();
 }
 
 void StallMonitor::on_output(int local_rank, std::uint64_t lines, std::string_view last_line,

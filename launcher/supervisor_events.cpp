@@ -213,6 +213,7 @@ void Supervisor::Impl::run_attempt(int attempt) {
   }
   while (!pending_starts.empty()) complete_oldest_start();
   spawning = false;
+  if (monitor) monitor->on_ranks_started();
   finish_if_done();
   io.run();
 }

@@ -68,16 +68,19 @@ def stacks_cmd(xlaunch_bin, env, *args):
 
 
 def wait_for_children(pid, count, timeout=60):
-    """Waits until `pid` has `count` live children (the workers are running)."""
+    """Waits until `pid` has `count` live children besides its helpers (the spawner and the
+    guardian, there before any worker): the workers are running."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         kids = 0
         for entry in pathlib.Path("/proc").iterdir():
             try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
+                comm, rest = (entry / "stat").read_text().rsplit(")", 1)
+                fields = rest.split()
+            except (OSError, IndexError, ValueError):
                 continue
-            kids += fields[1] == str(pid) and fields[0] != "Z"
+            helper = comm.split("(", 1)[-1] in ("xlaunch", "xlaunch-spawner")
+            kids += fields[1] == str(pid) and fields[0] != "Z" and not helper
         if kids >= count:
             return
         time.sleep(0.05)
