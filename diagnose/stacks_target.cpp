@@ -1,5 +1,6 @@
 #include "diagnose/stacks_target.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 
@@ -41,6 +42,57 @@ std::optional<long> own_pid(std::string_view proc_status) {
   return pid;
 }
 
+std::optional<BlockedCall> blocked_in_syscall(std::string_view text) {
+  text = config::trim(text);
+  const auto field = [&text]() {
+    const std::string_view word = text.substr(0, text.find(' '));
+    text.remove_prefix(std::min(text.size(), word.size() + 1));
+    return word;
+  };
+  const std::string_view first = field();
+  BlockedCall call;
+  const auto [end, ec] = std::from_chars(first.data(), first.data() + first.size(), call.number);
+  if (ec != std::errc() || end != first.data() + first.size() || call.number < 0) {
+    return std::nullopt;
+  }
+  for (unsigned long long* arg : {&call.arg0, &call.arg1}) {
+    std::string_view hex = field();
+    if (!hex.starts_with("0x")) return std::nullopt;
+    hex.remove_prefix(2);
+    const auto [arg_end, arg_ec] = std::from_chars(hex.data(), hex.data() + hex.size(), *arg, 16);
+    if (arg_ec != std::errc() || arg_end != hex.data() + hex.size()) return std::nullopt;
+  }
+  return call;
+}
+
+bool cut_short_by_a_signal(const BlockedCall& call) {
+  constexpr unsigned long long kTimerAbstime = 1;  // <time.h>'s TIMER_ABSTIME
+  switch (call.number) {
+    case 230:  // clock_nanosleep(clock, flags, ...)
+      return (call.arg1 & kTimerAbstime) == 0;
+    case 7:    // poll
+    case 23:   // select
+    case 34:   // pause
+    case 35:   // nanosleep
+    case 65:   // semop
+    case 69:   // msgsnd
+    case 70:   // msgrcv
+    case 128:  // rt_sigtimedwait
+    case 130:  // rt_sigsuspend
+    case 208:  // io_getevents
+    case 220:  // semtimedop
+    case 232:  // epoll_wait
+    case 270:  // pselect6
+    case 271:  // ppoll
+    case 281:  // epoll_pwait
+    case 333:  // io_pgetevents
+    case 441:  // epoll_pwait2
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::string missing_text(DumpTarget why) {
   switch (why) {
     case DumpTarget::ready:
@@ -55,6 +107,10 @@ std::string missing_text(DumpTarget why) {
              "descriptors)";
     case DumpTarget::ended:
       return "stacks not available: it ended";
+    case DumpTarget::would_cut_short:
+      return "stacks not taken: each of its threads waits in a system call that the dump "
+             "signal would cut short (poll, select, epoll_wait, a sleep, ...), which its code "
+             "may not retry";
   }
   return {};
 }

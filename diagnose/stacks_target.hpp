@@ -23,12 +23,33 @@ std::optional<int> parse_descriptor_note(std::string_view text);
 /// the line is missing.
 std::optional<long> own_pid(std::string_view proc_status);
 
+/// A system call a thread is blocked in: its number and first two arguments.
+struct BlockedCall {
+  long number = 0;
+  unsigned long long arg0 = 0;
+  unsigned long long arg1 = 0;
+};
+
+/// The call a thread is blocked in, from /proc/PID/task/TID/syscall text ("7 0x... ...");
+/// nullopt when it runs ("running"), waits outside a system call ("-1 ..."), or the text is
+/// malformed.
+std::optional<BlockedCall> blocked_in_syscall(std::string_view text);
+
+/// Whether a handler that runs while a thread is blocked in this call (x86_64 numbers) makes
+/// it fail with EINTR even with SA_RESTART (signal(7)): poll, select, epoll_wait, pause,
+/// sigtimedwait, io_getevents, System V IPC waits, and a relative sleep. Code that does not
+/// retry them (torch 1.13's store client, between its connect attempts) fails. Not a sleep
+/// until an absolute time (clock_nanosleep with TIMER_ABSTIME, Python 3.11+'s time.sleep):
+/// made to be called again, and Python does.
+bool cut_short_by_a_signal(const BlockedCall& call);
+
 enum class DumpTarget {
-  ready,        // send
-  not_python,   // no faulthandler of ours was ever registered (no .fd note)
-  no_handler,   // it no longer catches the signal: exec'd another program, unregistered
-  file_closed,  // the descriptor is gone or now another file: it closed its descriptors
-  ended,        // the process is gone
+  ready,            // send
+  not_python,       // no faulthandler of ours was ever registered (no .fd note)
+  no_handler,       // it no longer catches the signal: exec'd another program, unregistered
+  file_closed,      // the descriptor is gone or now another file: it closed its descriptors
+  ended,            // the process is gone
+  would_cut_short,  // every thread waits in a call the signal would cut short: not sent
 };
 
 /// The report's text for a rank that was not asked ("stacks not available: ...").
@@ -45,7 +66,10 @@ struct RankProcess {
 /// Checks a rank's process right before a request (stacks_target_posix.cpp).
 DumpTarget check_dump_target(const std::string& stacks_dir, const RankProcess& rank);
 
-/// Sends the dump signal when check_dump_target says ready; returns what the check said.
+/// Sends the dump signal when check_dump_target says ready, to one thread that it cannot
+/// cut short (cut_short_by_a_signal): one blocked in a call the kernel restarts, else one
+/// that runs. None: would_cut_short, and nothing is sent. Where the threads' state cannot be
+/// read (/proc/PID/task/TID/syscall needs ptrace access), to the process, as before.
 DumpTarget request_dump(const std::string& stacks_dir, const RankProcess& rank);
 
 /// `pid`'s own pid (own_pid above), read now; `pid` itself when it cannot be read.

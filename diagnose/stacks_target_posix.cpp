@@ -1,8 +1,12 @@
 // Reads what stacks_target.hpp checks, right before the signal: the rank's .fd note, its
 // SigCgt mask, and whether that descriptor still is the dump file.
+#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -45,12 +49,58 @@ DumpTarget check_dump_target(const std::string& stacks_dir, const RankProcess& r
   return DumpTarget::ready;
 }
 
+namespace {
+
+// The thread to send the dump signal to (stacks_target.hpp): nullopt when every thread
+// waits in a call it would cut short; `readable` false when /proc does not say.
+struct ThreadChoice {
+  bool readable = false;
+  std::optional<long> tid;
+};
+
+ThreadChoice choose_thread(long pid) {
+  ThreadChoice choice;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = ::opendir(tasks.c_str());
+  if (dir == nullptr) return choice;
+  std::optional<long> running;
+  while (const dirent* entry = ::readdir(dir)) {
+    char* end = nullptr;
+    const long tid = std::strtol(entry->d_name, &end, 10);
+    if (tid <= 0 || *end != '\0') continue;
+    const auto state = slurp(tasks + "/" + entry->d_name + "/syscall");
+    if (!state || state->empty()) continue;  // gone, or no ptrace access to it
+    choice.readable = true;
+    const std::optional<BlockedCall> call = blocked_in_syscall(*state);
+    if (call && !cut_short_by_a_signal(*call)) {
+      choice.tid = tid;  // blocked where the kernel restarts the call: stays so
+      break;
+    }
+    if (!call && !running) running = tid;
+  }
+  ::closedir(dir);
+  if (!choice.tid) choice.tid = running;
+  return choice;
+}
+
+}  // namespace
+
 DumpTarget request_dump(const std::string& stacks_dir, const RankProcess& rank) {
   const DumpTarget target = check_dump_target(stacks_dir, rank);
+  if (target != DumpTarget::ready) return target;
   // The rank is our child and not yet reaped (the caller runs on the loop that reaps), so
-  // its pid cannot have been reused; and should it exec between the check and the signal,
-  // SIGURG's default action is to ignore it.
-  if (target == DumpTarget::ready) ::kill(static_cast<pid_t>(rank.pid), stacks_signal());
+  // its pid and threads cannot have been reused; and should it exec between the check and
+  // the signal, SIGURG's default action is to ignore it. The handler runs in the thread
+  // that gets the signal, and it cuts a poll() or a sleep there short whatever SA_RESTART
+  // says: that thread must not be waiting in one.
+  const ThreadChoice choice = choose_thread(rank.pid);
+  if (!choice.readable) {
+    ::kill(static_cast<pid_t>(rank.pid), stacks_signal());
+    return target;
+  }
+  if (!choice.tid) return DumpTarget::would_cut_short;
+  ::syscall(SYS_tgkill, static_cast<pid_t>(rank.pid), static_cast<pid_t>(*choice.tid),
+            stacks_signal());
   return target;
 }
 

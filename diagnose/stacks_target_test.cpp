@@ -43,3 +43,33 @@ TEST_CASE("the descriptor note and the reasons a rank is not asked", "[stacks]")
   CHECK(missing_text(DumpTarget::no_handler).find("exec") != std::string::npos);
   CHECK(missing_text(DumpTarget::file_closed).find("closed its descriptors") != std::string::npos);
 }
+
+TEST_CASE("a thread's system call is read from /proc/PID/task/TID/syscall", "[stacks]") {
+  // Blocked in poll(fds, 1, 1000): the number, six arguments, the stack and program pointers.
+  const auto poll = blocked_in_syscall("7 0x7ffd1c0 0x1 0x3e8 0x0 0x0 0x0 0x7ffd1b8 0x7f3a2c1\n");
+  REQUIRE(poll);
+  CHECK(poll->number == 7);
+  CHECK(poll->arg0 == 0x7ffd1c0);
+  CHECK(poll->arg1 == 1);
+  CHECK(blocked_in_syscall("running\n") == std::nullopt);
+  CHECK(blocked_in_syscall("-1 0x7ffd1b8 0x7f3a2c1\n") == std::nullopt);  // not in a call
+  CHECK(blocked_in_syscall("") == std::nullopt);
+  CHECK(blocked_in_syscall("7x 0x1 0x2\n") == std::nullopt);
+  CHECK(blocked_in_syscall("7 1 0x2\n") == std::nullopt);
+}
+
+TEST_CASE("the calls a handler cuts short are told from those the kernel restarts", "[stacks]") {
+  // poll, select, epoll_wait, ppoll, epoll_pwait, epoll_pwait2, pselect6, pause,
+  // sigtimedwait, sigsuspend, io_getevents, nanosleep
+  for (long number : {7L, 23L, 232L, 271L, 281L, 441L, 270L, 34L, 128L, 130L, 208L, 35L}) {
+    CHECK(cut_short_by_a_signal({number, 0, 0}));
+  }
+  // read, write, futex (glibc retries its waits), wait4, accept, connect: restarted.
+  for (long number : {0L, 1L, 202L, 61L, 43L, 42L})
+    CHECK_FALSE(cut_short_by_a_signal({number, 0, 0}));
+  // clock_nanosleep: a relative sleep (torch 1.13 between connects: CLOCK_REALTIME, 0) ends
+  // early; one until an absolute time (Python 3.11's time.sleep: CLOCK_MONOTONIC,
+  // TIMER_ABSTIME) is called again.
+  CHECK(cut_short_by_a_signal(*blocked_in_syscall("230 0x0 0x0 0x7ffe2d3b6ee0 0x0 0x0 0x0\n")));
+  CHECK_FALSE(cut_short_by_a_signal(*blocked_in_syscall("230 0x1 0x1 0x7fffce0321a0 0x0 0x0\n")));
+}

@@ -208,10 +208,17 @@ def test_script_that_sets_its_own_master_port_is_diagnosed(xlaunch_bin, torch_py
             # progress) that shows where each dials.
             if sum(f"connecting to 127.0.0.1:{wrong}" in x for x in lines) == 2:
                 break
+        # The report's stack dump must not have cut the ranks' connect short: torch 1.13's
+        # store client waits in poll(), and dies of EINTR (RuntimeError: Interrupted system
+        # call). They still dial; only the stop below ends them.
+        time.sleep(1)
+        alive = proc.poll() is None
     finally:
         proc.send_signal(signal.SIGTERM)
-        finish(proc)
+        code, _, rest = finish(proc)
     text = "".join(lines)
+    assert "Interrupted system call" not in text + rest, text + rest
+    assert alive and code == 128 + signal.SIGTERM, (code, text + rest)
     store = [x for x in lines if x.startswith("xlaunch: run ")][0].split("store ")[1].split(",")[0]
     store = store.strip()
     for rank in (0, 1):
