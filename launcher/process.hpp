@@ -59,16 +59,6 @@ long fork_bare(unsigned long extra_flags = 0);
 /// container has no clone3, EACCES/EBUSY/EOPNOTSUPP where the cgroup refuses.
 long fork_into_cgroup(int cgroup_dir_fd, unsigned long extra_flags = 0);
 
-/// A child that shares this process's memory until it execs, as vfork and posix_spawn make
-/// them: no page tables copied, no copy-on-write faults in either process, no address space
-/// torn down at exec. clone3 with CLONE_VM | CLONE_VFORK | `extra_flags`, born in the cgroup
-/// `cgroup_dir_fd` when it is >= 0; the child runs `child(arg)` on `stack` and must exec or
-/// _exit there (it never returns). This thread waits until it has. Returns the child's pid,
-/// or -1 with errno: ENOSYS where there is no clone3 (an old kernel, a container's seccomp
-/// filter; always on other machines than x86_64), EINVAL across PID namespaces.
-long clone_sharing_memory(int cgroup_dir_fd, unsigned long extra_flags, void (*child)(void*),
-                          void* arg, void* stack, std::size_t stack_size);
-
 /// Sends `signal` to a whole process group; a group that is gone already is fine.
 void signal_group(long pgid, int signal);
 

@@ -43,48 +43,6 @@ long fork_into_cgroup(int cgroup_dir_fd, unsigned long extra_flags) {
   return ::syscall(SYS_clone3, &args, sizeof args);
 }
 
-long clone_sharing_memory(int cgroup_dir_fd, unsigned long extra_flags, void (*child)(void*),
-                          void* arg, void* stack, std::size_t stack_size) {
-#if defined(__x86_64__)
-  clone_args args{};
-  args.flags = extra_flags | CLONE_VM | CLONE_VFORK | (cgroup_dir_fd >= 0 ? CLONE_INTO_CGROUP : 0);
-  args.exit_signal = (extra_flags & CLONE_PARENT) != 0 ? 0 : SIGCHLD;
-  args.stack = reinterpret_cast<std::uint64_t>(stack);
-  args.stack_size = stack_size;
-  if (cgroup_dir_fd >= 0) args.cgroup = static_cast<std::uint64_t>(cgroup_dir_fd);
-  // By hand, not syscall(): the child starts on its own stack and has no frame to return
-  // to (glibc's clone3 is internal, and its clone() has no CLONE_INTO_CGROUP).
-  long result;
-  register void (*entry)(void*) asm("r12") = child;
-  register void* entry_arg asm("r13") = arg;
-  asm volatile(
-      "syscall\n\t"
-      "testq %%rax, %%rax\n\t"
-      "jnz 1f\n\t"
-      "xorl %%ebp, %%ebp\n\t"  // the child: child(arg) on the new stack
-      "movq %%r13, %%rdi\n\t"
-      "andq $-16, %%rsp\n\t"
-      "callq *%%r12\n\t"
-      "movl $231, %%eax\n\t"  // exit_group(127), should it ever return
-      "movl $127, %%edi\n\t"
-      "syscall\n\t"
-      "hlt\n\t"
-      "1:\n\t"
-      : "=a"(result)
-      : "0"(static_cast<long>(SYS_clone3)), "D"(&args), "S"(sizeof args), "r"(entry), "r"(entry_arg)
-      : "rcx", "r11", "memory", "cc");
-  if (result < 0) {
-    errno = static_cast<int>(-result);
-    return -1;
-  }
-  return result;
-#else
-  (void)cgroup_dir_fd, (void)extra_flags, (void)child, (void)arg, (void)stack, (void)stack_size;
-  errno = ENOSYS;
-  return -1;
-#endif
-}
-
 WorkerPlacement& worker_placement() {
   static WorkerPlacement placement;
   return placement;

@@ -23,9 +23,8 @@
 namespace xlaunch::launcher {
 namespace {
 
-// The spawner answers once the new process has exec'd (or failed to): a spawner silent
-// this long is stopped, broken, or held by a process that hangs before its program is
-// loaded, and the rank it was asked for fails rather than the launcher waiting for ever.
+// The spawner answers right after its clone(): a spawner silent this long is stopped or
+// broken, and the rank it was asked for fails rather than the launcher waiting for ever.
 constexpr long kAnswerMs = 30'000;
 
 struct Running {
@@ -63,8 +62,8 @@ bool send_spawn_request(int socket, std::string_view frame, const int* fds, int 
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int) * fd_count);
   std::memcpy(CMSG_DATA(c), fds, sizeof(int) * fd_count);
-  // Within the deadline like the body: requests sent ahead may fill the socket while the
-  // spawner waits for a new process's exec.
+  // Within the deadline like the body: requests sent ahead may fill the socket of a spawner
+  // that stopped answering.
   ssize_t n;
   while (true) {
     n = ::sendmsg(socket, &message, MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -48,23 +47,7 @@ struct ChildPlan {
   pid_t expected_parent;  // the launcher; 0 inside the run's PID namespace
 };
 
-// The child's functions are not instrumented by the sanitizers: sharing the spawner's
-// memory on a stack their runtime does not know, it would take that for the spawner's and
-// mend its records (and warn on the worker's stderr, or abort() with the spawner's cached
-// thread id).
-#define XLAUNCH_CHILD_CODE __attribute__((no_sanitize("address", "undefined")))
-
-XLAUNCH_CHILD_CODE bool write_whole_text(const char* path, const char* text, std::size_t size) {
-  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = ::write(fd, text, size) == static_cast<ssize_t>(size);
-  const int error = errno;
-  ::close(fd);
-  errno = error;
-  return ok;
-}
-
-XLAUNCH_CHILD_CODE [[noreturn]] void fail(const ChildPlan& plan, StartStage stage, int error) {
+[[noreturn]] void fail(const ChildPlan& plan, StartStage stage, int error) {
   const std::int32_t message[2] = {static_cast<std::int32_t>(stage), error};
   // Under PIPE_BUF: one write, whole or not at all. If it fails the launcher sees the
   // exit status alone.
@@ -72,12 +55,11 @@ XLAUNCH_CHILD_CODE [[noreturn]] void fail(const ChildPlan& plan, StartStage stag
   ::_exit(127);
 }
 
-// Between clone and exec: system calls only (no allocation, no lock, no stdio). It may
-// share the spawner's memory: it writes nothing but its own stack and errno.
-XLAUNCH_CHILD_CODE [[noreturn]] void run_child(const ChildPlan& plan) {
+// Between clone and exec: system calls only (no allocation, no lock, no stdio).
+[[noreturn]] void run_child(const ChildPlan& plan) {
   // Before anything can fork: every descendant then inherits the run's cgroup. Failing
   // here fails the rank, rather than run a worker uncontained.
-  if (plan.cgroup_procs != nullptr && !write_whole_text(plan.cgroup_procs, "0", 1)) {
+  if (plan.cgroup_procs != nullptr && !write_text(plan.cgroup_procs, "0")) {
     fail(plan, StartStage::join_cgroup, errno);
   }
   // Its own process group, so a terminal's Ctrl-C reaches only the launcher, which decides.
@@ -107,42 +89,9 @@ XLAUNCH_CHILD_CODE [[noreturn]] void run_child(const ChildPlan& plan) {
   fail(plan, StartStage::exec, errno);
 }
 
-XLAUNCH_CHILD_CODE void child_entry(void* plan) { run_child(*static_cast<const ChildPlan*>(plan)); }
-
-// The stack a child that shares our memory runs on until it execs: one at a time (the
-// spawner waits for each), so one stack serves every child. Null when it cannot be had.
-struct ChildStack {
-  void* base = nullptr;
-  std::size_t size = 0;
-};
-
-const ChildStack& child_stack() {
-  static const ChildStack stack = [] {
-    // Room for run_child's frames and libc's, with an unmapped page below as a guard.
-    constexpr std::size_t kSize = 64 * 1024;
-    const long page = ::sysconf(_SC_PAGESIZE);
-    const std::size_t guard = page > 0 ? static_cast<std::size_t>(page) : 4096;
-    void* region = ::mmap(nullptr, kSize + guard, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (region == MAP_FAILED) return ChildStack{};
-    ::mprotect(region, guard, PROT_NONE);
-    return ChildStack{static_cast<char*>(region) + guard, kSize};
-  }();
-  return stack;
-}
-
-// A worker's process: sharing our memory until it execs where the kernel allows (the cheap
-// way, no copy of this process to make and tear down), else a copy-on-write one. -1 with
-// errno when neither can be made.
-long make_child(const ChildPlan& plan, int cgroup_dir_fd, bool entering_pid_namespace) {
-  const ChildStack& stack = child_stack();
-  // CLONE_VM cannot cross into another PID namespace; a kernel or container without clone3
-  // refuses it too, and a cgroup that refuses the child refuses the copy below as well.
-  if (!entering_pid_namespace && stack.base != nullptr) {
-    const long pid = clone_sharing_memory(cgroup_dir_fd, CLONE_PARENT, child_entry,
-                                          const_cast<ChildPlan*>(&plan), stack.base, stack.size);
-    if (pid > 0) return pid;
-  }
+// A worker's process, born in `cgroup_dir_fd` when it is >= 0. -1 with errno when it cannot
+// be made.
+long make_child(const ChildPlan& plan, int cgroup_dir_fd) {
   const long pid =
       cgroup_dir_fd >= 0 ? fork_into_cgroup(cgroup_dir_fd, CLONE_PARENT) : fork_bare(CLONE_PARENT);
   if (pid == 0) run_child(plan);
@@ -252,10 +201,10 @@ SpawnReply serve(Received& received, pid_t launcher) {
     if (cgroup >= 0) {
       ChildPlan born = plan;
       born.cgroup_procs = nullptr;
-      pid = make_child(born, cgroup, request->enter_pid_namespace);
+      pid = make_child(born, cgroup);
     }
   }
-  if (pid < 0) pid = make_child(plan, -1, request->enter_pid_namespace);
+  if (pid < 0) pid = make_child(plan, -1);
   if (pid < 0) return {0, errno};
   return {static_cast<std::int32_t>(pid), 0};
 }

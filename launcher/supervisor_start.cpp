@@ -23,8 +23,7 @@ namespace {
 // From the spawner's (or the template's) answer until the worker runs its program. Its child
 // does a handful of system calls and execve, which returns once the new program is mapped:
 // milliseconds, or seconds for a program on a slow network file system. A rank that takes
-// longer is stuck. (A child that shares the spawner's memory has exec'd before the answer:
-// the spawner's own 30 s bound covers it, spawn_client_posix.cpp.)
+// longer is stuck.
 constexpr auto kStartBound = std::chrono::seconds(30);
 
 }  // namespace
@@ -124,10 +123,9 @@ void Supervisor::Impl::complete_oldest_start() {
 }
 
 void Supervisor::Impl::kill_unnamed_children() {
-  // The spawner failed: a process it made and never named (one that hung before its exec,
-  // or whose answer went with the spawner) is still our child (CLONE_PARENT). Killed, it
-  // lets go of its rank's pipes and cannot run unsupervised. Orphans we adopted go too, as
-  // at every attempt's end.
+  // The spawner failed: a process it made whose answer went with it (requests are sent
+  // ahead) is still our child (CLONE_PARENT). Killed, it lets go of its rank's pipes and
+  // cannot run unsupervised. Orphans we adopted go too, as at every attempt's end.
   for (long child : list_children()) {
     const bool known = by_pid.contains(child) || child == guardian.pid() ||
                        child == spawner_pid() || child == preload_template_pid();
