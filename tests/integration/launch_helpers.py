@@ -44,6 +44,21 @@ def wait_for_files(directory, pattern, count, timeout=30):
                          f"found {sorted(p.name for p in pathlib.Path(directory).iterdir())}")
 
 
+def wait_for_pids(directory, pattern, count, timeout=30):
+    """Waits until `count` files match and each holds a pid: a worker's write_text creates
+    the file before it writes, so a file that exists may still be empty. Returns the pids."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = max(0.1, deadline - time.monotonic())
+        found = wait_for_files(directory, pattern, count, timeout=left)
+        texts = [f.read_text().strip() for f in found]
+        if all(t.isdigit() for t in texts):
+            return [int(t) for t in texts]
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{pattern} in {directory}: {texts} are not all pids")
+        time.sleep(0.05)
+
+
 def alive(pid):
     """True when the process exists and is not a zombie (nor dying: ESRCH)."""
     try:

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from launch_helpers import (WORKERS, alive, launch, recorded_pids, start, wait_for_files,
-                            wait_until_gone)
+                            wait_for_pids, wait_until_gone)
 
 TORCHRUN_VARS = ["RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME",
                  "LOCAL_WORLD_SIZE", "WORLD_SIZE", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE",
@@ -178,8 +178,7 @@ def test_second_ctrl_c_kills_at_once(xlaunch_bin, tmp_path):
         f"pathlib.Path('{tmp_path}', 'up_' + os.environ['RANK']).write_text(str(os.getpid()))\n"
         "time.sleep(300)\n")
     proc = start(xlaunch_bin, ["--num_processes", "2", "--term_timeout", "300", str(stubborn)])
-    files = wait_for_files(tmp_path, "up_*", 2)
-    pids = [int(f.read_text()) for f in files]
+    pids = wait_for_pids(tmp_path, "up_*", 2)
     proc.send_signal(signal.SIGINT)
     line = proc.stderr.readline()
     while line and "SIGINT: stopping every worker" not in line:
