@@ -189,6 +189,10 @@ struct Supervisor::Impl {
   void complete_oldest_start();
   // A rank's process exists: it is watched, reaped and stopped like every other.
   void track_started(Worker& worker, long pid, int status_fd);
+  // The rank got no process (the spawner's or the template's error `why`): it fails.
+  void no_process_for(Worker& worker, int& status_fd, const char* why);
+  // Reads the rank's pipes; for one that did not start, for kDrainGrace at most.
+  void read_output(Worker& worker, bool started);
   // After the spawner failed: kills our children it made and never named.
   void kill_unnamed_children();
   // A rank that failed to start: its pipes are read until they end, or for kDrainGrace.

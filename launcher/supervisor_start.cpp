@@ -79,10 +79,7 @@ void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank)
         spawn_rank(SpawnSpec{plan.argv, to_envp(env), out.write_fd, err.write_fd, status.write_fd});
     asked = !made;
   } catch (const std::exception& e) {
-    close_fd(status.read_fd);
-    fail_to_start(worker, local_rank, exit_status::kFailure,
-                  fmt::format("could not start a process for this rank: {}", e.what()));
-    if (!spawner_usable()) kill_unnamed_children();
+    no_process_for(worker, status.read_fd, e.what());
   }
   // The spawner (or the template) holds its own copies: from its answer on, only the child
   // holds the write ends.
@@ -96,9 +93,7 @@ void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank)
     return;
   }
   if (made) track_started(worker, *made, status.read_fd);
-  read_more(worker, worker.out);
-  read_more(worker, worker.err);
-  if (!made) drain_unstarted(worker);
+  read_output(worker, made.has_value());
 }
 
 void Supervisor::Impl::complete_oldest_start() {
@@ -111,15 +106,23 @@ void Supervisor::Impl::complete_oldest_start() {
     track_started(worker, await_worker(), status_fd);
     started = true;
   } catch (const std::exception& e) {
-    close_fd(status_fd);
-    fail_to_start(worker, static_cast<int>(pending.local_rank), exit_status::kFailure,
-                  fmt::format("could not start a process for this rank: {}", e.what()));
-    if (!spawner_usable()) kill_unnamed_children();
+    no_process_for(worker, status_fd, e.what());
   }
+  read_output(worker, started);
+  if (pending_starts.empty()) unclaimed_exits.clear();  // adopted orphans
+}
+
+void Supervisor::Impl::no_process_for(Worker& worker, int& status_fd, const char* why) {
+  close_fd(status_fd);
+  fail_to_start(worker, worker.outcome.local_rank, exit_status::kFailure,
+                fmt::format("could not start a process for this rank: {}", why));
+  if (!spawner_usable()) kill_unnamed_children();
+}
+
+void Supervisor::Impl::read_output(Worker& worker, bool started) {
   read_more(worker, worker.out);
   read_more(worker, worker.err);
   if (!started) drain_unstarted(worker);
-  if (pending_starts.empty()) unclaimed_exits.clear();  // adopted orphans
 }
 
 void Supervisor::Impl::kill_unnamed_children() {
