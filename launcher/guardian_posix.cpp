@@ -22,7 +22,8 @@ namespace {
 
 constexpr long kReadyWaitMs = 10'000;
 
-// A kill request on the socket; any other value registers a process group.
+// A kill request on the socket; a positive value registers a process group, a negative one
+// unregisters it.
 constexpr std::int32_t kKillRequest = 0;
 
 void reap_orphans() {
@@ -54,6 +55,14 @@ void guardian_kill(GuardianState& state) {
       for (std::size_t i = 0; i < state.count; ++i) ::kill(-state.groups[i], SIGKILL);
       state.count = 0;  // gone; their ids may be reused
       break;
+  }
+}
+
+void forget_group(GuardianState& state, std::int32_t pgid) {
+  for (std::size_t i = 0; i < state.count; ++i) {
+    if (state.groups[i] != pgid) continue;
+    state.groups[i] = state.groups[--state.count];
+    return;
   }
 }
 
@@ -117,6 +126,8 @@ void guardian_kill(GuardianState& state) {
         guardian_kill(state);
         const char done = 'k';
         ::send(fd, &done, 1, MSG_NOSIGNAL);
+      } else if (message < 0) {
+        forget_group(state, -message);
       } else if (state.count < state.capacity) {
         groups[state.count++] = message;
       }
@@ -259,6 +270,16 @@ void GroupGuardian::watch(long pgid) {
   ::send(fd_, &value, sizeof(value), MSG_NOSIGNAL);
 }
 
+void GroupGuardian::forget(long pgid) {
+  if (mechanism_ != Containment::ProcessGroup || pgid <= 0) return;
+  if (fd_ < 0) {
+    std::erase(groups_, pgid);
+    return;
+  }
+  const std::int32_t value = -static_cast<std::int32_t>(pgid);
+  ::send(fd_, &value, sizeof(value), MSG_NOSIGNAL);
+}
+
 void GroupGuardian::kill_descendants() {
   if (mechanism_ == Containment::Cgroup && !cgroup_dir_.empty() && cgroup_is_empty(cgroup_dir_)) {
     // Nothing to kill (new members come only from the spawner, which makes none meanwhile),
@@ -283,9 +304,13 @@ void GroupGuardian::kill_descendants() {
   }
   // Orphans adopted by this subreaper (process groups: escaped descendants of a worker
   // that ended; cgroup: already killed).
+  kill_unknown_children([](long) { return false; });
+}
+
+void GroupGuardian::kill_unknown_children(const std::function<bool(long)>& known) const {
   for (long child : list_children()) {
     const bool helper = child == pid_ || child == spawner_pid() || child == preload_template_pid();
-    if (!helper) ::kill(static_cast<pid_t>(child), SIGKILL);
+    if (!helper && !known(child)) ::kill(static_cast<pid_t>(child), SIGKILL);
   }
 }
 

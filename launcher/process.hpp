@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,6 +62,8 @@ long fork_into_cgroup(int cgroup_dir_fd, unsigned long extra_flags = 0);
 
 /// Sends `signal` to a whole process group; a group that is gone already is fine.
 void signal_group(long pgid, int signal);
+/// Whether process group `pgid` has a member (one this process may not signal included).
+bool group_exists(long pgid);
 
 /// Opens /dev/null on whichever of fds 0, 1, 2 is closed, so that no pipe, socket or log
 /// opened later takes a standard descriptor's number. Call first thing.
@@ -152,6 +155,8 @@ class GroupGuardian {
 
   /// Registers a worker's process group (used by the process-group mechanism).
   void watch(long pgid);
+  /// Unregisters a group found empty: its number is free, and may soon be another's.
+  void forget(long pgid);
   /// The guardian's pid as the launcher sees it (it is a child of the launcher).
   long pid() const { return pid_; }
   /// "cgroup", "pid-namespace" or "process-group".
@@ -175,6 +180,10 @@ class GroupGuardian {
   /// launcher's other children (orphans it adopted as subreaper). For the end of each
   /// attempt, once its workers have been reaped; the next attempt's workers are safe.
   void kill_descendants();
+  /// SIGKILLs this process's children but its helpers (the guardian, the spawner, the
+  /// preloading template) and those `known` names: orphans it adopted as subreaper, and
+  /// workers a failed spawner made but never named.
+  void kill_unknown_children(const std::function<bool(long)>& known) const;
 
  private:
   GroupGuardian(Containment mechanism, long pid, int fd, std::string cgroup_dir)

@@ -52,6 +52,10 @@ void signal_group(long pgid, int signal) {
   if (pgid > 0) ::kill(static_cast<pid_t>(-pgid), signal);  // ESRCH: already gone
 }
 
+bool group_exists(long pgid) {
+  return pgid > 0 && (::kill(static_cast<pid_t>(-pgid), 0) == 0 || errno == EPERM);
+}
+
 void reserve_standard_fds() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;

@@ -45,6 +45,11 @@ void Supervisor::Impl::on_exit(const ExitEvent& event) {
   by_pid.erase(it);
   Worker& worker = workers[index];
   worker.running = false;
+  // A group outlives its leader only while it has members; then its number is free.
+  if (!group_exists(event.pid)) {
+    worker.group_gone = true;
+    guardian.forget(event.pid);
+  }
   settle_start(worker);
   // A rank that never ran its program is reported by why, not by the status that says so.
   worker.outcome.exit_code = worker.start_failure ? worker.start_failure_code : event.exit_code;
@@ -60,16 +65,7 @@ void Supervisor::Impl::on_exit(const ExitEvent& event) {
     return;
   }
   // A descendant may hold the pipes open: read on for a while, then report anyway.
-  worker.drain_timer->expires_after(kDrainGrace);
-  worker.drain_timer->async_wait([this, &worker](const boost::system::error_code& ec) {
-    if (ec) return;
-    files.log(
-        fmt::format("rank {}: its output pipes were still open {}s after it exited "
-                    "(held by a descendant); stopped reading them",
-                    worker.outcome.rank, kDrainGrace.count()));
-    close_stream(worker, worker.out);
-    close_stream(worker, worker.err);
-  });
+  stop_reading_later(worker, true);
 }
 
 void Supervisor::Impl::note_failure(std::size_t index) {
@@ -97,7 +93,7 @@ void Supervisor::Impl::stop_workers(int signal) {
     if (worker.finished || worker.outcome.pid == 0) continue;
     if (worker.running) worker.outcome.stopped_by_launcher = true;
     // An exited worker's group may still hold a descendant that keeps its pipes open.
-    signal_group(worker.outcome.pid, signal);
+    signal_worker_group(worker, signal);
   }
   files.log(fmt::format("sent {} to every running worker's process group", signal_name(signal)));
   if (!first) return;
@@ -108,13 +104,17 @@ void Supervisor::Impl::stop_workers(int signal) {
   });
 }
 
+void Supervisor::Impl::signal_worker_group(const Worker& worker, int signal) {
+  if (!worker.group_gone) signal_group(worker.outcome.pid, signal);
+}
+
 void Supervisor::Impl::kill_all(std::string_view why) {
   killed_all = true;
   bool any = false;
   for (Worker& worker : workers) {
     if (worker.finished || worker.outcome.pid == 0) continue;
     any = true;
-    signal_group(worker.outcome.pid, SIGKILL);
+    signal_worker_group(worker, SIGKILL);
   }
   if (any) files.log(fmt::format("sent SIGKILL to every running worker ({})", why));
 }
@@ -168,7 +168,7 @@ void Supervisor::Impl::finish_if_done() {
   // Descendants left in a worker's group, orphans adopted by this subreaper and (with a
   // cgroup or a PID namespace) those that left their group would hold GPU memory:
   // nothing outlives its job.
-  for (Worker& worker : workers) signal_group(worker.outcome.pid, SIGKILL);
+  for (Worker& worker : workers) signal_worker_group(worker, SIGKILL);
   guardian.kill_descendants();
   kill_timer.cancel();
   if (monitor) monitor->end_attempt();

@@ -59,6 +59,9 @@ struct Supervisor::Impl {
     Stream err;
     std::deque<std::string> stderr_tail;
     bool running = false;  // the process has not been reaped yet
+    // Its process group was empty when it was reaped: the number is free, and may belong to
+    // a stranger's group by now, so it is never signalled again.
+    bool group_gone = false;
     bool finished = false;
     std::unique_ptr<asio::steady_timer> drain_timer;
     // Until it runs its program: neither its start-status pipe's end of file, nor its end,
@@ -169,6 +172,9 @@ struct Supervisor::Impl {
   // Waits for the console to take more while it has a backlog; never blocks the loop.
   void arm_console();
   void close_stream(Worker& worker, Stream& stream);
+  // Reads the worker's pipes for kDrainGrace more at most, then closes them; `say_why` logs
+  // that a descendant held them.
+  void stop_reading_later(Worker& worker, bool say_why);
   void open_stream(Stream& stream, int rank_index, const std::string& log_dir, bool is_stderr,
                    Pipe& pipe);
 
@@ -195,8 +201,6 @@ struct Supervisor::Impl {
   void read_output(Worker& worker, bool started);
   // After the spawner failed: kills our children it made and never named.
   void kill_unnamed_children();
-  // A rank that failed to start: its pipes are read until they end, or for kDrainGrace.
-  void drain_unstarted(Worker& worker);
   // The rank could not be started (no descriptors left, a log folder that cannot be made,
   // no process): a failure of this rank, reported like any other.
   void fail_to_start(Worker& worker, int local_rank, int exit_code, const std::string& reason);
@@ -216,6 +220,9 @@ struct Supervisor::Impl {
   void note_failure(std::size_t index);
   void finish_worker(Worker& worker);
   void stop_workers(int signal);
+  // Signals the worker's process group while it is surely the worker's: not after the group
+  // was found empty (Worker::group_gone).
+  void signal_worker_group(const Worker& worker, int signal);
   void kill_all(std::string_view why);
   // Ignored at start (nohup's SIGHUP, say): not watched, so they stay ignored.
   void add_stop_signals();

@@ -177,6 +177,22 @@ void Supervisor::Impl::close_stream(Worker& worker, Stream& stream) {
   if (!worker.running && worker.drained()) finish_worker(worker);
 }
 
+void Supervisor::Impl::stop_reading_later(Worker& worker, bool say_why) {
+  if (worker.drained()) return;
+  worker.drain_timer->expires_after(kDrainGrace);
+  worker.drain_timer->async_wait([this, &worker, say_why](const boost::system::error_code& ec) {
+    if (ec) return;
+    if (say_why) {
+      files.log(
+          fmt::format("rank {}: its output pipes were still open {}s after it exited "
+                      "(held by a descendant); stopped reading them",
+                      worker.outcome.rank, kDrainGrace.count()));
+    }
+    close_stream(worker, worker.out);
+    close_stream(worker, worker.err);
+  });
+}
+
 void Supervisor::Impl::open_stream(Stream& stream, int rank_index, const std::string& log_dir,
                                    bool is_stderr, Pipe& pipe) {
   stream.is_stderr = is_stderr;

@@ -122,18 +122,16 @@ void Supervisor::Impl::no_process_for(Worker& worker, int& status_fd, const char
 void Supervisor::Impl::read_output(Worker& worker, bool started) {
   read_more(worker, worker.out);
   read_more(worker, worker.err);
-  if (!started) drain_unstarted(worker);
+  // Its pipes end when the last copy closes; a process that keeps one (a killed one stuck
+  // in the kernel) must not hold the job.
+  if (!started && !worker.finished) stop_reading_later(worker, false);
 }
 
 void Supervisor::Impl::kill_unnamed_children() {
   // The spawner failed: a process it made whose answer went with it (requests are sent
   // ahead) is still our child (CLONE_PARENT). Killed, it lets go of its rank's pipes and
   // cannot run unsupervised. Orphans we adopted go too, as at every attempt's end.
-  for (long child : list_children()) {
-    const bool known = by_pid.contains(child) || child == guardian.pid() ||
-                       child == spawner_pid() || child == preload_template_pid();
-    if (!known) ::kill(static_cast<pid_t>(child), SIGKILL);
-  }
+  guardian.kill_unknown_children([this](long child) { return by_pid.contains(child); });
 }
 
 void Supervisor::Impl::track_started(Worker& worker, long pid, int status_fd) {
@@ -162,18 +160,6 @@ void Supervisor::Impl::track_started(Worker& worker, long pid, int status_fd) {
     worker.outcome.stopped_by_launcher = true;
     signal_group(pid, killed_all ? SIGKILL : stop_signal);
   }
-}
-
-void Supervisor::Impl::drain_unstarted(Worker& worker) {
-  // Its pipes end when the last copy closes; should a process keep one (a killed one stuck
-  // in the kernel), read on for a while, then stop reading, as after any exit.
-  if (worker.drained() || worker.finished) return;
-  worker.drain_timer->expires_after(kDrainGrace);
-  worker.drain_timer->async_wait([this, &worker](const boost::system::error_code& ec) {
-    if (ec) return;
-    close_stream(worker, worker.out);
-    close_stream(worker, worker.err);
-  });
 }
 
 void Supervisor::Impl::fail_to_start(Worker& worker, int local_rank, int exit_code,
