@@ -195,6 +195,7 @@ GroupGuardian GroupGuardian::start(ContainmentRequest request) {
     // Without a guardian (fork failed) process groups still work while the launcher
     // lives: it kills by itself.
     place_workers(mechanism, dir, run_namespace, guardian->born_in_cgroup);
+    if (mechanism == Containment::ProcessGroup) worker_placement().group_registry = guardian->fd;
     if (request == ContainmentRequest::Auto && mechanism == Containment::ProcessGroup) {
       fmt::print(stderr, "xlaunch: note: {}\n", fallback_note(probes));
     }

@@ -58,11 +58,14 @@ void guardian_kill(GuardianState& state) {
   }
 }
 
+// Every copy: a worker registers its group, and the launcher again once it knows the pid.
 void forget_group(GuardianState& state, std::int32_t pgid) {
-  for (std::size_t i = 0; i < state.count; ++i) {
-    if (state.groups[i] != pgid) continue;
-    state.groups[i] = state.groups[--state.count];
-    return;
+  for (std::size_t i = 0; i < state.count;) {
+    if (state.groups[i] == pgid) {
+      state.groups[i] = state.groups[--state.count];
+    } else {
+      ++i;
+    }
   }
 }
 

@@ -120,6 +120,9 @@ struct WorkerPlacement {
   /// (a process whose next children go to another namespace cannot create threads, which
   /// the launcher needs and the spawner does not).
   int pid_namespace = -1;
+  /// >= 0 (process-group containment): the guardian's socket, on which each new worker
+  /// registers its own group before it runs its program (SpawnRequest::register_group).
+  int group_registry = -1;
 };
 WorkerPlacement& worker_placement();
 

@@ -181,13 +181,16 @@ void request_worker(const SpawnSpec& spec) {
   check_spawner_usable();
   const WorkerPlacement& place = worker_placement();
   const bool in_namespace = place.pid_namespace >= 0;
+  const bool registers = !in_namespace && place.group_registry >= 0;
   const std::string cgroup_procs = spec.in_run_cgroup ? place.cgroup_procs : "";
-  const std::string frame = encode_spawn_request({spec.argv, spec.envp, cgroup_procs, in_namespace,
-                                                  place.born_in_cgroup && !cgroup_procs.empty()});
+  const std::string frame =
+      encode_spawn_request({spec.argv, spec.envp, cgroup_procs, in_namespace,
+                            place.born_in_cgroup && !cgroup_procs.empty(), registers});
   const int fds[kMaxRequestFds] = {spec.stdout_fd, spec.stderr_fd, spec.status_fd,
-                                   place.pid_namespace};
+                                   in_namespace ? place.pid_namespace : place.group_registry};
   const long deadline = monotonic_ms() + kAnswerMs;
-  if (!send_spawn_request(running.fd, frame, fds, kRequestFds + (in_namespace ? 1 : 0), deadline)) {
+  const int fd_count = kRequestFds + (in_namespace || registers ? 1 : 0);
+  if (!send_spawn_request(running.fd, frame, fds, fd_count, deadline)) {
     give_up_on_spawner(deadline);
   }
 }

@@ -28,6 +28,7 @@ std::uint32_t get_u32(std::string_view bytes, std::size_t at) {
 constexpr std::size_t kCounts = 12;
 constexpr std::uint32_t kEnterPidNamespace = 1;
 constexpr std::uint32_t kBornInCgroup = 2;
+constexpr std::uint32_t kRegisterGroup = 4;
 
 }  // namespace
 
@@ -36,7 +37,8 @@ std::string encode_spawn_request(const SpawnRequest& request) {
   put_u32(body, static_cast<std::uint32_t>(request.argv.size()));
   put_u32(body, static_cast<std::uint32_t>(request.envp.size()));
   put_u32(body, (request.enter_pid_namespace ? kEnterPidNamespace : 0) |
-                    (request.born_in_cgroup ? kBornInCgroup : 0));
+                    (request.born_in_cgroup ? kBornInCgroup : 0) |
+                    (request.register_group ? kRegisterGroup : 0));
   auto put_string = [&body](const std::string& s) {
     body.append(s.data(), ::strnlen(s.data(), s.size()));  // execve stops at a NUL anyway
     body.push_back('\0');
@@ -66,7 +68,7 @@ std::optional<SpawnRequest> decode_spawn_body(std::string_view body) {
   // Each string takes at least its NUL: counts beyond the bytes are lies, refused before
   // anything is reserved for them.
   if (argc == 0 || argc > body.size() || envc > body.size() ||
-      (flags & ~(kEnterPidNamespace | kBornInCgroup))) {
+      (flags & ~(kEnterPidNamespace | kBornInCgroup | kRegisterGroup))) {
     return std::nullopt;
   }
   std::string_view rest = body.substr(kCounts);
@@ -80,6 +82,9 @@ std::optional<SpawnRequest> decode_spawn_body(std::string_view body) {
   SpawnRequest request;
   request.enter_pid_namespace = (flags & kEnterPidNamespace) != 0;
   request.born_in_cgroup = (flags & kBornInCgroup) != 0;
+  request.register_group = (flags & kRegisterGroup) != 0;
+  // One fourth descriptor at most.
+  if (request.enter_pid_namespace && request.register_group) return std::nullopt;
   if (!next(request.cgroup_procs)) return std::nullopt;
   if (request.born_in_cgroup && request.cgroup_procs.empty()) return std::nullopt;
   request.argv.resize(argc);

@@ -12,14 +12,18 @@
 namespace xlaunch::launcher {
 
 /// One worker to start. Its stdout and stderr and the write end of its start-status pipe
-/// travel beside the request as descriptors, and the run's PID namespace too when
-/// `enter_pid_namespace` is set.
+/// travel beside the request as descriptors, and a fourth when a flag asks for it: the run's
+/// PID namespace (`enter_pid_namespace`) or the guardian's socket (`register_group`).
 struct SpawnRequest {
   std::vector<std::string> argv;  // argv[0]: the absolute path executed
   std::vector<std::string> envp;  // "KEY=VALUE"
   std::string cgroup_procs;       // the run's cgroup.procs, which the child joins; "" for none
   bool enter_pid_namespace = false;
   bool born_in_cgroup = false;  // the child is born in cgroup_procs' cgroup, else it moves there
+  // The child sends its process group's id to the guardian before it runs its program: a
+  // group registered only once the launcher reads the answer could start descendants that a
+  // SIGKILLed launcher leaves running.
+  bool register_group = false;
 };
 
 /// A request's frame header: a magic number and the size of the body after it.

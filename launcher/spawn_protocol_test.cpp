@@ -48,8 +48,19 @@ TEST_CASE("a child to be born in the cgroup says so, and needs the cgroup", "[sp
   CHECK_FALSE(decode_spawn_body(body_of(encode_spawn_request(request))));
   // A flag this version does not know is refused, not ignored.
   std::string body = body_of(encode_spawn_request({{"/bin/true"}, {}, "", false, false}));
-  body.replace(8, 4, u32(4));
+  body.replace(8, 4, u32(8));
   CHECK_FALSE(decode_spawn_body(body));
+}
+
+TEST_CASE("a child that registers its group says so, and enters no namespace", "[spawn]") {
+  SpawnRequest request{{"/bin/true"}, {}, "", false, false, true};
+  std::optional<SpawnRequest> back = decode_spawn_body(body_of(encode_spawn_request(request)));
+  REQUIRE(back);
+  CHECK(back->register_group);
+  CHECK_FALSE(back->enter_pid_namespace);
+  // Both would need a fourth descriptor: which one it is would be a guess.
+  request.enter_pid_namespace = true;
+  CHECK_FALSE(decode_spawn_body(body_of(encode_spawn_request(request))));
 }
 
 TEST_CASE("a request with no environment and no cgroup is fine", "[spawn]") {

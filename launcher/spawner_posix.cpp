@@ -45,6 +45,7 @@ struct ChildPlan {
   int stderr_fd;
   int status_fd;          // write end of the close-on-exec start-status pipe
   pid_t expected_parent;  // the launcher; 0 inside the run's PID namespace
+  int group_registry;     // the guardian's socket, or -1 (SpawnRequest::register_group)
 };
 
 [[noreturn]] void fail(const ChildPlan& plan, StartStage stage, int error) {
@@ -65,6 +66,12 @@ struct ChildPlan {
   // Its own process group, so a terminal's Ctrl-C reaches only the launcher, which decides.
   // (The launcher makes the same call for it: whichever comes first.)
   ::setpgid(0, 0);
+  if (plan.group_registry >= 0) {
+    // Before it can start anything: the guardian kills this group should the launcher die.
+    // (Unsent, the launcher registers it once it reads our pid.)
+    const std::int32_t group = static_cast<std::int32_t>(::getpid());
+    [[maybe_unused]] ssize_t sent = ::send(plan.group_registry, &group, sizeof group, MSG_NOSIGNAL);
+  }
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   // The launcher may have died before prctl: then nothing would ever kill us.
   if (::getppid() != plan.expected_parent) ::_exit(1);
@@ -180,7 +187,8 @@ bool receive_request(int socket, Received& received) {
 SpawnReply serve(Received& received, pid_t launcher) {
   std::optional<SpawnRequest> request = decode_spawn_body(received.body);
   if (!request) return {0, EINVAL};
-  const int expected_fds = kRequestFds + (request->enter_pid_namespace ? 1 : 0);
+  const int expected_fds =
+      kRequestFds + (request->enter_pid_namespace || request->register_group ? 1 : 0);
   if (received.fd_count != expected_fds) return {0, EBADF};
   // The run's PID namespace for our next children; this process stays where it is.
   if (request->enter_pid_namespace && ::setns(received.fds[3], CLONE_NEWPID) != 0) {
@@ -188,11 +196,15 @@ SpawnReply serve(Received& received, pid_t launcher) {
   }
   std::vector<char*> argv = pointers(request->argv);
   std::vector<char*> envp = pointers(request->envp);
-  const ChildPlan plan{
-      argv.front(),    argv.data(),
-      envp.data(),     request->cgroup_procs.empty() ? nullptr : request->cgroup_procs.c_str(),
-      received.fds[0], received.fds[1],
-      received.fds[2], request->enter_pid_namespace ? 0 : launcher};
+  const ChildPlan plan{argv.front(),
+                       argv.data(),
+                       envp.data(),
+                       request->cgroup_procs.empty() ? nullptr : request->cgroup_procs.c_str(),
+                       received.fds[0],
+                       received.fds[1],
+                       received.fds[2],
+                       request->enter_pid_namespace ? 0 : launcher,
+                       request->register_group ? received.fds[3] : -1};
   // Like fork, but the child's parent is ours: the launcher reaps and supervises it. Born
   // in the run's cgroup when asked and the kernel can (no move: process.hpp), else it moves.
   long pid = -1;

@@ -5,6 +5,7 @@ import os
 import pathlib
 import signal
 import textwrap
+import time
 
 from launch_helpers import start, wait_for_files, wait_until_gone
 
@@ -92,3 +93,33 @@ def test_a_killed_launchers_preload_log_goes_too(xlaunch_bin, plain_python, tmp_
     assert any(n.startswith("xlaunch-killed-") for n in before), before
     run_folder = next(tmp.glob("xlaunch-killed-*"), None)
     assert run_folder is None, sorted(str(p) for p in run_folder.rglob("*"))
+
+
+def test_a_launcher_killed_while_ranks_start_leaves_no_descendant_in_their_groups(xlaunch_bin,
+                                                                                 tmp_path):
+    # With process groups, the guardian kills the groups it knows. A rank registered only once
+    # the launcher read its pid (ranks are asked for ahead of the answers) could start a
+    # descendant in its group, then lose its launcher before anyone knew the group: 14 runs of
+    # 15 left one running. Each rank now registers its own group before it runs its program.
+    mark = f"xlaunch-test-{os.getpid()}"
+    worker = f'sh -c "sleep 30 # {mark} $RANK" & exec sleep 30'
+    for delay in (0.01, 0.02, 0.03, 0.04, 0.05, 0.06):
+        p = start(xlaunch_bin, ["--nproc_per_node", "64", "--stall_timeout", "0", "--no_python",
+                                "/bin/sh", "-c", worker],
+                  env={"XLAUNCH_CONTAINMENT": "group"})
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.communicate(timeout=60)
+        time.sleep(1)  # the guardian's kill, and PR_SET_PDEATHSIG's
+        left = [int(pid) for pid in pathlib.Path("/proc").iterdir()
+                if pid.name.isdigit() and mark.encode() in read_cmdline(pid)]
+        survivors = wait_until_gone(left, timeout=0)  # and kills them, should the test fail
+        assert not survivors, \
+            f"killed {delay}s after its start, the launcher left {len(survivors)} descendants"
+
+
+def read_cmdline(proc_entry):
+    try:
+        return (proc_entry / "cmdline").read_bytes()
+    except OSError:
+        return b""
