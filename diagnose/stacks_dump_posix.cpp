@@ -3,13 +3,12 @@
 // is complete (or 3 s passed).
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "diagnose/safe_text.hpp"
 #include "diagnose/stacks_site.hpp"
 #include "diagnose/stacks_target.hpp"
 #include "diagnose/stall_monitor_impl.hpp"
+#include "diagnose/worker_file.hpp"
 
 namespace xlaunch::diagnose {
 namespace {
@@ -17,14 +16,9 @@ namespace {
 constexpr auto kDumpPoll = std::chrono::milliseconds(100);
 constexpr int kDumpPolls = 30;  // a rank that has not dumped within 3s is reported without
 
-std::string read_from(const std::string& path, std::uintmax_t offset) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  in.seekg(static_cast<std::streamoff>(offset));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// All of a rank's threads, 100 frames each, are far below this; the rank can write to the file
+// too.
+constexpr std::size_t kMaxDumpBytes = 8u << 20;
 
 std::uintmax_t size_of(const std::string& path) {
   std::error_code ec;
@@ -85,7 +79,7 @@ void StallMonitor::Impl::poll_dumps(std::shared_ptr<std::vector<RankStacks>> res
       for (RankStacks& s : *result) {
         if (s.rank != p.rank) continue;
         // The rank can write to its dump file too: nothing in it reaches a terminal raw.
-        s.dump = escape_controls(read_from(p.path, p.from));
+        s.dump = escape_controls(read_worker_file(p.path, p.from, kMaxDumpBytes).value_or(""));
         if (s.dump.empty()) s.missing = "no stacks: it did not answer the dump signal in 3s";
       }
     }

@@ -55,7 +55,7 @@ std::optional<BlockedCall> blocked_in_syscall(std::string_view text) {
   if (ec != std::errc() || end != first.data() + first.size() || call.number < 0) {
     return std::nullopt;
   }
-  for (unsigned long long* arg : {&call.arg0, &call.arg1}) {
+  for (unsigned long long* arg : {&call.arg0, &call.arg1, &call.arg2, &call.arg3}) {
     std::string_view hex = field();
     if (!hex.starts_with("0x")) return std::nullopt;
     hex.remove_prefix(2);
@@ -68,28 +68,15 @@ std::optional<BlockedCall> blocked_in_syscall(std::string_view text) {
 bool cut_short_by_a_signal(const BlockedCall& call) {
   constexpr unsigned long long kTimerAbstime = 1;  // <time.h>'s TIMER_ABSTIME
   switch (call.number) {
+    case 202:  // futex(uaddr, op, value, timeout, ...)
+      return call.arg3 != 0;
+    case 61:   // wait4
+    case 247:  // waitid
+      return false;
     case 230:  // clock_nanosleep(clock, flags, ...)
       return (call.arg1 & kTimerAbstime) == 0;
-    case 7:    // poll
-    case 23:   // select
-    case 34:   // pause
-    case 35:   // nanosleep
-    case 65:   // semop
-    case 69:   // msgsnd
-    case 70:   // msgrcv
-    case 128:  // rt_sigtimedwait
-    case 130:  // rt_sigsuspend
-    case 208:  // io_getevents
-    case 220:  // semtimedop
-    case 232:  // epoll_wait
-    case 270:  // pselect6
-    case 271:  // ppoll
-    case 281:  // epoll_pwait
-    case 333:  // io_pgetevents
-    case 441:  // epoll_pwait2
-      return true;
     default:
-      return false;
+      return true;
   }
 }
 
@@ -108,9 +95,9 @@ std::string missing_text(DumpTarget why) {
     case DumpTarget::ended:
       return "stacks not available: it ended";
     case DumpTarget::would_cut_short:
-      return "stacks not taken: each of its threads waits in a system call that the dump "
-             "signal would cut short (poll, select, epoll_wait, a sleep, ...), which its code "
-             "may not retry";
+      return "stacks not taken: each of its threads runs, or waits in a system call that "
+             "the dump signal could cut short (poll, a socket read or write, a sleep, ...), "
+             "which its code may not expect";
   }
   return {};
 }

@@ -28,6 +28,8 @@ struct BlockedCall {
   long number = 0;
   unsigned long long arg0 = 0;
   unsigned long long arg1 = 0;
+  unsigned long long arg2 = 0;
+  unsigned long long arg3 = 0;
 };
 
 /// The call a thread is blocked in, from /proc/PID/task/TID/syscall text ("7 0x... ...");
@@ -35,12 +37,17 @@ struct BlockedCall {
 /// malformed.
 std::optional<BlockedCall> blocked_in_syscall(std::string_view text);
 
-/// Whether a handler that runs while a thread is blocked in this call (x86_64 numbers) makes
-/// it fail with EINTR even with SA_RESTART (signal(7)): poll, select, epoll_wait, pause,
-/// sigtimedwait, io_getevents, System V IPC waits, and a relative sleep. Code that does not
-/// retry them (torch 1.13's store client, between its connect attempts) fails. Not a sleep
-/// until an absolute time (clock_nanosleep with TIMER_ABSTIME, Python 3.11+'s time.sleep):
-/// made to be called again, and Python does.
+/// Whether a handler that runs while a thread is blocked in this call (x86_64 numbers) may
+/// change what the call returns, so that code which does not expect it fails (torch 1.13's
+/// store client, between its connect attempts). Only the waits the kernel resumes unseen
+/// under SA_RESTART are safe: a futex wait without a timeout (a mutex, a condition
+/// variable, Python's lock.acquire()), wait4 and waitid; and a sleep until an absolute time
+/// (clock_nanosleep with TIMER_ABSTIME, Python 3.11+'s time.sleep), which ends with EINTR
+/// but is made to be called again, as Python does. Everything else is not: poll, select,
+/// epoll_wait and relative sleeps end with EINTR; so do a futex wait with a timeout
+/// (sem_timedwait), a socket call on a socket with SO_RCVTIMEO or SO_SNDTIMEO (torch's
+/// store client sets them) and restart_syscall (a sleep or poll resumed after SIGSTOP or a
+/// debugger); a blocking write returns what it wrote so far.
 bool cut_short_by_a_signal(const BlockedCall& call);
 
 enum class DumpTarget {

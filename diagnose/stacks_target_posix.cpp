@@ -12,11 +12,15 @@
 
 #include "diagnose/stacks_site.hpp"
 #include "diagnose/stacks_target.hpp"
+#include "diagnose/worker_file.hpp"
 
 namespace xlaunch::diagnose {
 namespace {
 
 void do_nothing(int) {}
+
+// A descriptor's number and a newline.
+constexpr std::size_t kMaxNoteBytes = 64;
 
 std::optional<std::string> slurp(const std::string& path) {
   std::ifstream in(path);
@@ -30,7 +34,9 @@ std::optional<std::string> slurp(const std::string& path) {
 
 DumpTarget check_dump_target(const std::string& stacks_dir, const RankProcess& rank) {
   if (stacks_dir.empty()) return DumpTarget::not_python;
-  const auto note = slurp(descriptor_file(stacks_dir, rank.rank, rank.own_pid));
+  // The rank wrote it, and could have put anything there.
+  const auto note =
+      read_worker_file(descriptor_file(stacks_dir, rank.rank, rank.own_pid), 0, kMaxNoteBytes);
   if (!note) return DumpTarget::not_python;
   const auto fd = parse_descriptor_note(*note);
   if (!fd) return DumpTarget::not_python;

@@ -1,11 +1,12 @@
 // Each second: every rank's process tree (CPU time, I/O, liveness, sockets), the run's other
 // processes and the store traffic, fed to the stall detector; and the dial check, for a rank
 // connected to no store.
-#include <fstream>
+#include <sstream>
 
 #include "diagnose/stacks_site.hpp"
 #include "diagnose/stall_dial.hpp"
 #include "diagnose/stall_monitor_impl.hpp"
+#include "diagnose/worker_file.hpp"
 
 namespace xlaunch::diagnose {
 namespace {
@@ -17,9 +18,11 @@ constexpr int kDialTicks = 3;  // samples in a row before "keeps dialing" is sai
 std::optional<std::pair<std::string, std::string>> StallMonitor::Impl::script_address(
     const RankInfo& r) const {
   if (stacks_dir.empty()) return std::nullopt;
-  std::ifstream in(notes_file(stacks_dir, r.rank, r.own_pid));
-  if (!in) return std::nullopt;
+  // The rank writes it: read only as a regular file, and a few lines at most.
+  const auto text = read_worker_file(notes_file(stacks_dir, r.rank, r.own_pid), 0, 64 << 10);
+  if (!text) return std::nullopt;
   std::pair<std::string, std::string> out;
+  std::istringstream in(*text);
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("MASTER_ADDR=", 0) == 0) out.first = line.substr(12);

@@ -6,12 +6,19 @@
 #include <boost/asio/post.hpp>
 
 #include "diagnose/stacks_registry.hpp"
+#include "diagnose/worker_file.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/pipe_size.hpp"
 #include "launcher/process.hpp"
 #include "launcher/supervisor_impl.hpp"
 
 namespace xlaunch::launcher {
+namespace {
+
+// PyTorch's error file is a traceback and a few fields: kilobytes.
+constexpr std::size_t kMaxErrorFileBytes = 4u << 20;
+
+}  // namespace
 
 Supervisor::Supervisor(const LaunchPlan& plan, const Environment& parent_env, RunFiles& files,
                        std::string host, GroupGuardian& guardian)
@@ -197,7 +204,8 @@ RootCause Supervisor::Impl::root_cause(const Worker& worker) const {
   cause.host = host;
   cause.stderr_tail.assign(worker.stderr_tail.begin(), worker.stderr_tail.end());
   cause.error_file = worker.error_file;
-  cause.error_file_text = read_file(worker.error_file);
+  // The rank's file: a FIFO or a link to /dev/zero there must not hang the report.
+  cause.error_file_text = diagnose::read_worker_file(worker.error_file, 0, kMaxErrorFileBytes);
   return cause;
 }
 

@@ -2,6 +2,7 @@
 that replaced its program, unregistered faulthandler or closed its descriptors is left alone;
 a dump never lands in a file the rank opened; `xlaunch stacks` signals nobody, refuses a
 runtime folder that is not private, and escapes what it prints."""
+import errno
 import os
 import pathlib
 import signal
@@ -287,3 +288,82 @@ def test_xlaunch_stacks_says_the_job_ended_during_the_dump(xlaunch_bin, plain_py
     assert asking.returncode == 1, out + err
     assert "did not answer" not in err, err
     assert "ended before its stacks were collected" in err, err
+
+
+# Replaces the files xlaunch reads from it: its stacks note (rank 0: a FIFO, which would block
+# an open; rank 1: a link to /dev/zero, which never ends) and its error file (a FIFO).
+REPLACER = textwrap.dedent("""\
+    import os
+    import pathlib
+    import time
+
+    out = pathlib.Path(os.environ["OUT"])
+    rank = os.environ["RANK"]
+    note = os.path.join(os.environ["XLAUNCH_STACKS_DIR"], f"rank_{rank}.{os.getpid()}.fd")
+    os.unlink(note)
+    if rank == "0":
+        os.mkfifo(note)
+    else:
+        os.symlink("/dev/zero", note)
+    os.mkfifo(os.environ["TORCHELASTIC_ERROR_FILE"])
+    (out / ("ready_" + rank)).write_text("")
+    while not (out / "stop").exists():
+        time.sleep(0.05)
+    raise SystemExit(3 if rank == "1" else 0)
+    """)
+
+
+def test_files_a_rank_replaced_cannot_hang_or_flood_the_launcher(xlaunch_bin, plain_python,
+                                                                   tmp_path):
+    script = tmp_path / "replacer.py"
+    script.write_text(REPLACER)
+    runtime, env = runtime_env(tmp_path)
+    proc = start(xlaunch_bin, ["--num_processes", "2", "--stall_timeout", "0", str(script)],
+                 env=env, python=plain_python)
+    try:
+        wait_for_files(tmp_path, "ready_*", 2, timeout=120)
+        r = stacks_cmd(xlaunch_bin, env, timeout=60)
+    finally:
+        (tmp_path / "stop").write_text("")
+        code, _, err = finish(proc)
+    assert r.returncode == 0, r.stdout + r.stderr + err
+    assert "ranks 0,1: stacks not available: not a Python worker" in r.stdout, r.stdout
+    # Rank 1 failed; its error file, a FIFO, is not read, and the report comes all the same.
+    assert code == 3, err
+    assert "xlaunch: job failed: rank 1 exited with code 3" in err, err
+
+
+# Native code that waits on a POSIX semaphore until a deadline (sem_timedwait: a futex wait
+# with a timeout, which a handler ends with EINTR whatever SA_RESTART says) and does not
+# expect to be interrupted.
+SEMAPHORE = textwrap.dedent("""\
+    import ctypes
+    import os
+    import pathlib
+    import time
+
+    class Timespec(ctypes.Structure):
+        _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    semaphore = ctypes.create_string_buffer(64)
+    libc.sem_init(semaphore, 0, 0)
+    deadline = Timespec(int(time.clock_gettime(time.CLOCK_REALTIME)) + 5, 0)
+    result = libc.sem_timedwait(semaphore, ctypes.byref(deadline))
+    pathlib.Path(os.environ["OUT"], "errno").write_text(str(ctypes.get_errno()))
+    """)
+
+
+def test_a_stall_report_does_not_interrupt_a_wait_with_a_deadline(xlaunch_bin, plain_python,
+                                                                    tmp_path):
+    script = tmp_path / "semaphore.py"
+    script.write_text(SEMAPHORE)
+    runtime, env = runtime_env(tmp_path)
+    proc = start(xlaunch_bin, ["--stall_timeout", "1", str(script)], env=env,
+                 python=plain_python)
+    code, _, err = finish(proc)
+    assert code == 0, err
+    assert "xlaunch: stall: no output" in err, err
+    assert "rank 0: stacks not taken: each of its threads runs, or waits in a system call" in err
+    # The wait ran to its deadline (ETIMEDOUT), not cut short by a dump signal (EINTR).
+    assert (tmp_path / "errno").read_text() == str(errno.ETIMEDOUT), err
