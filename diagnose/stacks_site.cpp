@@ -40,6 +40,36 @@ def _xlaunch_nccl_names(os, sys):
         pass
 
 
+def _xlaunch_watch_handover(os, faulthandler, note, ours):
+    # A script may handle the signal itself (SIGURG also says a socket has urgent data) or
+    # register faulthandler on it with a file of its own: from then on xlaunch must not send
+    # it, and the note says so. (A handler set from C is not seen here; xlaunch reads the
+    # kernel's list of handlers, which still lists one.)
+    import _signal
+
+    def handing_over(number):
+        try:
+            if int(number) != ours:
+                return
+            with open(note + ".tmp", "w") as replaced:
+                replaced.write("none\n")
+            os.replace(note + ".tmp", note)
+        except (TypeError, ValueError, OSError):
+            pass
+
+    def watch(function):
+        def watched(signalnum, *args, **kwargs):
+            handing_over(signalnum)
+            return function(signalnum, *args, **kwargs)
+
+        watched.__name__ = function.__name__
+        watched.__doc__ = function.__doc__
+        return watched
+
+    _signal.signal = watch(_signal.signal)
+    faulthandler.register = watch(faulthandler.register)
+
+
 def _xlaunch_setup():
     import os
     import sys
@@ -71,6 +101,7 @@ def _xlaunch_setup():
             with open(base + ".fd.tmp", "w") as note:
                 note.write("%d\n" % high)
             os.replace(base + ".fd.tmp", base + ".fd")
+            _xlaunch_watch_handover(os, faulthandler, base + ".fd", int(signum))
 
             # A script that sets MASTER_ADDR / MASTER_PORT itself dials another address than
             # xlaunch's store: note it, so that xlaunch can say so when the rank never arrives.
@@ -101,7 +132,7 @@ def _xlaunch_setup():
 
 
 _xlaunch_setup()
-del _xlaunch_setup, _xlaunch_nccl_names
+del _xlaunch_setup, _xlaunch_nccl_names, _xlaunch_watch_handover
 )PY";
 }
 

@@ -88,7 +88,7 @@ std::string missing_text(DumpTarget why) {
       return "stacks not available: not a Python worker";
     case DumpTarget::no_handler:
       return "stacks not available: it no longer answers the dump signal (it replaced its "
-             "program with exec, or unregistered faulthandler)";
+             "program with exec, unregistered faulthandler, or handles the signal itself)";
     case DumpTarget::file_closed:
       return "stacks not available: its dump file is no longer open (it closed its "
              "descriptors)";

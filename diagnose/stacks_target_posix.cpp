@@ -38,6 +38,7 @@ DumpTarget check_dump_target(const std::string& stacks_dir, const RankProcess& r
   const auto note =
       read_worker_file(descriptor_file(stacks_dir, rank.rank, rank.own_pid), 0, kMaxNoteBytes);
   if (!note) return DumpTarget::not_python;
+  if (note->starts_with("none")) return DumpTarget::no_handler;  // the script took the signal
   const auto fd = parse_descriptor_note(*note);
   if (!fd) return DumpTarget::not_python;
   const std::string proc = "/proc/" + std::to_string(rank.pid);

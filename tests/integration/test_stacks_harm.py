@@ -152,7 +152,8 @@ def test_the_stall_report_leaves_ranks_that_left_python_alive(xlaunch_bin, plain
     assert "killed by" not in text.split("SIGTERM: stopping")[0], text
     assert code == 128 + signal.SIGTERM, text
     assert ("ranks 0,1,2: stacks not available: it no longer answers the dump signal (it "
-            "replaced its program with exec, or unregistered faulthandler)") in text, text
+            "replaced its program with exec, unregistered faulthandler, or handles the signal "
+            "itself)") in text, text
 
 
 def test_xlaunch_stacks_never_writes_into_a_file_the_rank_opened(xlaunch_bin, plain_python,
@@ -367,3 +368,47 @@ def test_a_stall_report_does_not_interrupt_a_wait_with_a_deadline(xlaunch_bin, p
     assert "rank 0: stacks not taken: each of its threads runs, or waits in a system call" in err
     # The wait ran to its deadline (ETIMEDOUT), not cut short by a dump signal (EINTR).
     assert (tmp_path / "errno").read_text() == str(errno.ETIMEDOUT), err
+
+
+# Takes the dump signal for itself: rank 0 handles SIGURG (urgent data on a socket, the
+# signal's own meaning), rank 1 registers faulthandler on it with a file of its own.
+TAKER = textwrap.dedent("""\
+    import faulthandler
+    import os
+    import pathlib
+    import signal
+    import time
+
+    out = pathlib.Path(os.environ["OUT"])
+    rank = os.environ["RANK"]
+    if rank == "0":
+        signal.signal(signal.SIGURG, lambda *_: (out / "handler_ran").write_text(""))
+    else:
+        mine = open(out / "my_faults.log", "w")
+        faulthandler.register(signal.SIGURG, file=mine, all_threads=True)
+    (out / ("ready_" + rank)).write_text("")
+    while not (out / "stop").exists():
+        time.sleep(0.05)
+    """)
+
+
+def test_a_rank_that_takes_the_dump_signal_for_itself_is_left_alone(xlaunch_bin, plain_python,
+                                                                    tmp_path):
+    script = tmp_path / "taker.py"
+    script.write_text(TAKER)
+    runtime, env = runtime_env(tmp_path)
+    proc = start(xlaunch_bin, ["--num_processes", "2", "--stall_timeout", "0", str(script)],
+                 env=env, python=plain_python)
+    try:
+        wait_for_files(tmp_path, "ready_*", 2, timeout=120)
+        r = stacks_cmd(xlaunch_bin, env)
+    finally:
+        (tmp_path / "stop").write_text("")
+        code, _, err = finish(proc)
+    assert r.returncode == 0, r.stdout + r.stderr + err
+    assert ("ranks 0,1: stacks not available: it no longer answers the dump signal (it replaced "
+            "its program with exec, unregistered faulthandler, or handles the signal itself)"
+            ) in r.stdout, r.stdout
+    assert not (tmp_path / "handler_ran").exists()
+    assert (tmp_path / "my_faults.log").read_text() == ""
+    assert code == 0, err
