@@ -94,6 +94,10 @@ std::string missing_text(DumpTarget why) {
              "descriptors)";
     case DumpTarget::ended:
       return "stacks not available: it ended";
+    case DumpTarget::threads_unseen:
+      return "stacks not taken: xlaunch may not look inside it (no ptrace access: a process "
+             "that made itself non-dumpable, or Yama's ptrace_scope), and the dump signal could "
+             "cut one of its system calls short";
     case DumpTarget::would_cut_short:
       return "stacks not taken: each of its threads runs, or waits in a system call that "
              "the dump signal could cut short (poll, a socket read or write, a sleep, ...), "

@@ -57,6 +57,7 @@ enum class DumpTarget {
   file_closed,      // the descriptor is gone or now another file: it closed its descriptors
   ended,            // the process is gone
   would_cut_short,  // every thread waits in a call the signal would cut short: not sent
+  threads_unseen,   // the threads' calls cannot be read (no ptrace access): not sent
 };
 
 /// The report's text for a rank that was not asked ("stacks not available: ...").
@@ -75,8 +76,8 @@ DumpTarget check_dump_target(const std::string& stacks_dir, const RankProcess& r
 
 /// Sends the dump signal when check_dump_target says ready, to one thread that it cannot
 /// cut short (cut_short_by_a_signal): one blocked in a call the kernel restarts, else one
-/// that runs. None: would_cut_short, and nothing is sent. Where the threads' state cannot be
-/// read (/proc/PID/task/TID/syscall needs ptrace access), to the process, as before.
+/// that runs. None: would_cut_short, and nothing is sent; nor where the threads' calls
+/// cannot be read (/proc/PID/task/TID/syscall needs ptrace access): threads_unseen.
 DumpTarget request_dump(const std::string& stacks_dir, const RankProcess& rank);
 
 /// `pid`'s own pid (own_pid above), read now; `pid` itself when it cannot be read.

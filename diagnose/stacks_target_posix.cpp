@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -48,11 +49,13 @@ DumpTarget check_dump_target(const std::string& stacks_dir, const RankProcess& r
   // stat() follows the /proc link to the open file itself, even when it was renamed.
   struct stat ours {};
   struct stat theirs {};
-  if (::stat(stacks_file(stacks_dir, rank.rank, rank.own_pid).c_str(), &ours) != 0 ||
-      ::stat((proc + "/fd/" + std::to_string(*fd)).c_str(), &theirs) != 0 ||
-      ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino) {
+  if (::stat(stacks_file(stacks_dir, rank.rank, rank.own_pid).c_str(), &ours) != 0) {
     return DumpTarget::file_closed;
   }
+  if (::stat((proc + "/fd/" + std::to_string(*fd)).c_str(), &theirs) != 0) {
+    return errno == EACCES || errno == EPERM ? DumpTarget::threads_unseen : DumpTarget::file_closed;
+  }
+  if (ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino) return DumpTarget::file_closed;
   return DumpTarget::ready;
 }
 
@@ -101,10 +104,7 @@ DumpTarget request_dump(const std::string& stacks_dir, const RankProcess& rank) 
   // that gets the signal, and it cuts a poll() or a sleep there short whatever SA_RESTART
   // says: that thread must not be waiting in one.
   const ThreadChoice choice = choose_thread(rank.pid);
-  if (!choice.readable) {
-    ::kill(static_cast<pid_t>(rank.pid), stacks_signal());
-    return target;
-  }
+  if (!choice.readable) return DumpTarget::threads_unseen;
   if (!choice.tid) return DumpTarget::would_cut_short;
   ::syscall(SYS_tgkill, static_cast<pid_t>(rank.pid), static_cast<pid_t>(*choice.tid),
             stacks_signal());

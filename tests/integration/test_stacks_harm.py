@@ -5,9 +5,13 @@ runtime folder that is not private, and escapes what it prints."""
 import errno
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
+import tempfile
 import textwrap
+
+import pytest
 
 from launch_helpers import alive, merged_env, start, wait_for_files
 
@@ -411,4 +415,58 @@ def test_a_rank_that_takes_the_dump_signal_for_itself_is_left_alone(xlaunch_bin,
             ) in r.stdout, r.stdout
     assert not (tmp_path / "handler_ran").exists()
     assert (tmp_path / "my_faults.log").read_text() == ""
+    assert code == 0, err
+
+
+# Makes itself non-dumpable (as a process that handles secrets does): a launcher of the same
+# user may then not read its threads' system calls nor its descriptors.
+SECRETIVE = textwrap.dedent("""\
+    import ctypes
+    import os
+    import pathlib
+    import time
+
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    out = pathlib.Path(os.environ["OUT"])
+    (out / "ready_0").write_text("")
+    while not (out / "stop").exists():
+        time.sleep(0.05)
+    """)
+
+
+def test_a_rank_xlaunch_may_not_look_inside_is_not_signalled(xlaunch_bin, plain_python):
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.fail("this test runs a job as another user: run it as root, with setpriv")
+    # A folder the other user owns (pytest's are root's alone): the script, its runtime
+    # folder, the ranks' files.
+    home = pathlib.Path(tempfile.mkdtemp(prefix="xlaunch-test-nobody-"))
+    try:
+        run_secretive(xlaunch_bin, plain_python, home)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def run_secretive(xlaunch_bin, plain_python, home):
+    os.chmod(home, 0o755)
+    runtime = home / "runtime"
+    runtime.mkdir(mode=0o700)
+    (home / "secretive.py").write_text(SECRETIVE)
+    for path in (home, runtime, home / "secretive.py"):
+        os.chown(path, 65534, 65534)
+    env = {"OUT": str(home), "XDG_RUNTIME_DIR": str(runtime), "TMPDIR": str(home)}
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    proc = subprocess.Popen([*as_nobody, xlaunch_bin, "launch", "--python", plain_python,
+                             "--stall_timeout", "0", str(home / "secretive.py")],
+                            env=merged_env(env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_for_files(home, "ready_0", 1, timeout=60)
+        r = subprocess.run([*as_nobody, xlaunch_bin, "stacks"], env=merged_env(env),
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        (home / "stop").write_text("")
+        code, _, err = finish(proc)
+    assert r.returncode == 0, r.stdout + r.stderr + err
+    assert ("rank 0: stacks not taken: xlaunch may not look inside it (no ptrace access: a "
+            "process that made itself non-dumpable, or Yama's ptrace_scope)") in r.stdout, r.stdout
     assert code == 0, err
