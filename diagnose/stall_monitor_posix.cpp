@@ -55,8 +55,12 @@ StallMonitor::Impl::~Impl() {
 
 void StallMonitor::Impl::make_python_dir() {
   const char* tmp = std::getenv("TMPDIR");
+  const std::string base = tmp && *tmp ? tmp : "/tmp";
+  // Absolute: the workers get it (PYTHONPATH, XLAUNCH_STACKS_DIR) and may change folders.
+  std::error_code ec;
+  const std::filesystem::path root = std::filesystem::absolute(base, ec);
   std::string pattern =
-      fmt::format("{}/xlaunch-stacks-{}-XXXXXX", tmp && *tmp ? tmp : "/tmp", options.run_id);
+      fmt::format("{}/xlaunch-stacks-{}-XXXXXX", ec ? base : root.string(), options.run_id);
   if (::mkdtemp(pattern.data()) == nullptr) {
     out.log(fmt::format("python stacks off: cannot create {}: {}", pattern, std::strerror(errno)));
     return;

@@ -52,3 +52,23 @@ def test_a_nul_byte_in_a_config_file_is_named_not_printed(xlaunch_bin, tmp_path)
     assert r.returncode == 2, r.stderr
     assert b"\x00" not in r.stderr
     assert f"{config}:1:17: a NUL byte; a config file is text".encode() in r.stderr, r.stderr
+
+
+def test_paths_given_to_workers_are_absolute_when_log_dir_and_tmpdir_are_not(xlaunch_bin,
+                                                                             tmp_path):
+    # A worker that changes its folder (Hydra does) must still find its error file, logs and
+    # stacks folder: a relative --log_dir or TMPDIR made them relative.
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "w.py").write_text(
+        "import os\n"
+        "for key in ('TORCHELASTIC_ERROR_FILE', 'XLAUNCH_LOG_DIR', 'XLAUNCH_STACKS_DIR'):\n"
+        "    print(key, os.environ.get(key, '/unset'))\n")
+    for args in (["--log_dir", "logs"], []):
+        r = subprocess.run([xlaunch_bin, "launch", "--python", "/usr/bin/python3", *args,
+                            "w.py"], cwd=tmp_path, env={**os.environ, "TMPDIR": "tmp"},
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        paths = dict(line.split()[1:3] for line in r.stdout.splitlines())
+        assert len(paths) == 3, r.stdout
+        for key, path in paths.items():
+            assert path.startswith(str(tmp_path)) or path == "/unset", (args, key, path)
