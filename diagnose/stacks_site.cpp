@@ -78,7 +78,8 @@ def _xlaunch_setup():
     here = os.path.dirname(os.path.abspath(__file__))
     folder = os.environ.get("XLAUNCH_STACKS_DIR")
     signum = os.environ.get("XLAUNCH_STACKS_SIGNAL")
-    if folder and signum:
+    # A Python 2 that a worker runs finds this file too: it has no faulthandler; chain only.
+    if folder and signum and sys.version_info[0] >= 3:
         try:
             import faulthandler
 
@@ -124,7 +125,7 @@ def _xlaunch_setup():
     try:
         import sitecustomize  # noqa: F401
     except ImportError as error:
-        if error.name != "sitecustomize":
+        if getattr(error, "name", "sitecustomize") != "sitecustomize":  # Python 2: no name
             raise
     finally:
         # The import system expects a "sitecustomize" entry when this module returns.
