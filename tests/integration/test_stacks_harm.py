@@ -134,6 +134,24 @@ def stop_and_finish(proc):
     return finish(proc)
 
 
+def stacks_while_ready(xlaunch_bin, plain_python, tmp_path, name, source, ranks):
+    """Runs `source` as `name` on `ranks` ranks; once each wrote its ready_<rank> file, asks
+    `xlaunch stacks`, then lets them end (the stop file). Returns the stacks command's result,
+    the job's exit code and its stderr."""
+    script = tmp_path / name
+    script.write_text(source)
+    runtime, env = runtime_env(tmp_path)
+    proc = start(xlaunch_bin, ["--num_processes", str(ranks), "--stall_timeout", "0",
+                               str(script)], env=env, python=plain_python)
+    try:
+        wait_for_files(tmp_path, "ready_*", ranks, timeout=120)
+        r = stacks_cmd(xlaunch_bin, env)
+    finally:
+        (tmp_path / "stop").write_text("")
+        code, _, err = finish(proc)
+    return r, code, err
+
+
 def test_the_stall_report_leaves_ranks_that_left_python_alive(xlaunch_bin, plain_python,
                                                               tmp_path):
     script = tmp_path / "leavers.py"
@@ -162,19 +180,9 @@ def test_the_stall_report_leaves_ranks_that_left_python_alive(xlaunch_bin, plain
 
 def test_xlaunch_stacks_never_writes_into_a_file_the_rank_opened(xlaunch_bin, plain_python,
                                                                  tmp_path):
-    script = tmp_path / "closer.py"
-    script.write_text(CLOSER)
-    runtime, env = runtime_env(tmp_path)
-    proc = start(xlaunch_bin, ["--num_processes", "2", "--stall_timeout", "0", str(script)],
-                 env=env, python=plain_python)
-    try:
-        wait_for_files(tmp_path, "ready_*", 2, timeout=120)
-        # Both ranks' checkpoints took a descriptor number below 256 that a dump could use.
-        assert all(int((tmp_path / f"fd_{r}").read_text()) < 256 for r in range(2))
-        r = stacks_cmd(xlaunch_bin, env)
-    finally:
-        (tmp_path / "stop").write_text("")
-        code, _, err = finish(proc)
+    r, code, err = stacks_while_ready(xlaunch_bin, plain_python, tmp_path, "closer.py", CLOSER, 2)
+    # Both ranks' checkpoints took a descriptor number below 256 that a dump could use.
+    assert all(int((tmp_path / f"fd_{r}").read_text()) < 256 for r in range(2))
     assert r.returncode == 0, r.stdout + r.stderr + err
     for rank in range(2):
         assert (tmp_path / f"checkpoint_{rank}").read_text() == "CHECKPOINT\n", r.stdout
@@ -234,17 +242,8 @@ def test_a_runtime_folder_that_is_not_private_is_refused(xlaunch_bin, plain_pyth
 
 
 def test_control_characters_in_a_dump_are_escaped(xlaunch_bin, plain_python, tmp_path):
-    script = tmp_path / "scribbler.py"
-    script.write_text(SCRIBBLER)
-    runtime, env = runtime_env(tmp_path)
-    proc = start(xlaunch_bin, ["--stall_timeout", "0", str(script)], env=env,
-                 python=plain_python)
-    try:
-        wait_for_files(tmp_path, "ready_0", 1, timeout=120)
-        r = stacks_cmd(xlaunch_bin, env)
-    finally:
-        (tmp_path / "stop").write_text("")
-        code, _, err = finish(proc)
+    r, code, err = stacks_while_ready(xlaunch_bin, plain_python, tmp_path, "scribbler.py",
+                                      SCRIBBLER, 1)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "\\x1b]0;owned\\x07\\x1b[2J\\x0d" in r.stdout, r.stdout
     for text in (r.stdout, err):
@@ -320,17 +319,8 @@ REPLACER = textwrap.dedent("""\
 
 def test_files_a_rank_replaced_cannot_hang_or_flood_the_launcher(xlaunch_bin, plain_python,
                                                                    tmp_path):
-    script = tmp_path / "replacer.py"
-    script.write_text(REPLACER)
-    runtime, env = runtime_env(tmp_path)
-    proc = start(xlaunch_bin, ["--num_processes", "2", "--stall_timeout", "0", str(script)],
-                 env=env, python=plain_python)
-    try:
-        wait_for_files(tmp_path, "ready_*", 2, timeout=120)
-        r = stacks_cmd(xlaunch_bin, env, timeout=60)
-    finally:
-        (tmp_path / "stop").write_text("")
-        code, _, err = finish(proc)
+    r, code, err = stacks_while_ready(xlaunch_bin, plain_python, tmp_path, "replacer.py",
+                                      REPLACER, 2)
     assert r.returncode == 0, r.stdout + r.stderr + err
     assert "ranks 0,1: stacks not available: not a Python worker" in r.stdout, r.stdout
     # Rank 1 failed; its error file, a FIFO, is not read, and the report comes all the same.
@@ -398,17 +388,7 @@ TAKER = textwrap.dedent("""\
 
 def test_a_rank_that_takes_the_dump_signal_for_itself_is_left_alone(xlaunch_bin, plain_python,
                                                                     tmp_path):
-    script = tmp_path / "taker.py"
-    script.write_text(TAKER)
-    runtime, env = runtime_env(tmp_path)
-    proc = start(xlaunch_bin, ["--num_processes", "2", "--stall_timeout", "0", str(script)],
-                 env=env, python=plain_python)
-    try:
-        wait_for_files(tmp_path, "ready_*", 2, timeout=120)
-        r = stacks_cmd(xlaunch_bin, env)
-    finally:
-        (tmp_path / "stop").write_text("")
-        code, _, err = finish(proc)
+    r, code, err = stacks_while_ready(xlaunch_bin, plain_python, tmp_path, "taker.py", TAKER, 2)
     assert r.returncode == 0, r.stdout + r.stderr + err
     assert ("ranks 0,1: stacks not available: it no longer answers the dump signal (it replaced "
             "its program with exec, unregistered faulthandler, or handles the signal itself)"
