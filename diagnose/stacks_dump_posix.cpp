@@ -2,13 +2,14 @@
 // still writes to xlaunch's file (stacks_target.hpp), then polling their dump files until each
 // is complete (or 3 s passed).
 
+#include <algorithm>
 #include <filesystem>
 
+#include "config/regular_file.hpp"
 #include "diagnose/safe_text.hpp"
 #include "diagnose/stacks_site.hpp"
 #include "diagnose/stacks_target.hpp"
 #include "diagnose/stall_monitor_impl.hpp"
-#include "diagnose/worker_file.hpp"
 
 namespace xlaunch::diagnose {
 namespace {
@@ -16,8 +17,8 @@ namespace {
 constexpr auto kDumpPoll = std::chrono::milliseconds(100);
 constexpr int kDumpPolls = 30;  // a rank that has not dumped within 3s is reported without
 
-// All of a rank's threads, 100 frames each, are far below this; the rank can write to the file
-// too.
+// Every dump of the run so far, each of all a rank's threads, 100 frames each, is far below
+// this; the rank can write to the file too.
 constexpr std::size_t kMaxDumpBytes = 8u << 20;
 
 std::uintmax_t size_of(const std::string& path) {
@@ -79,7 +80,8 @@ void StallMonitor::Impl::poll_dumps(std::shared_ptr<std::vector<RankStacks>> res
       for (RankStacks& s : *result) {
         if (s.rank != p.rank) continue;
         // The rank can write to its dump file too: nothing in it reaches a terminal raw.
-        s.dump = escape_controls(read_worker_file(p.path, p.from, kMaxDumpBytes).value_or(""));
+        const std::string text = config::read_regular_text(p.path, kMaxDumpBytes).value_or("");
+        s.dump = escape_controls(text.substr(std::min<std::size_t>(p.from, text.size())));
         if (s.dump.empty()) s.missing = "no stacks: it did not answer the dump signal in 3s";
       }
     }

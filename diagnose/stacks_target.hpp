@@ -23,7 +23,7 @@ std::optional<int> parse_descriptor_note(std::string_view text);
 /// the line is missing.
 std::optional<long> own_pid(std::string_view proc_status);
 
-/// A system call a thread is blocked in: its number and first two arguments.
+/// A system call a thread is blocked in: its number and first four arguments.
 struct BlockedCall {
   long number = 0;
   unsigned long long arg0 = 0;

@@ -11,9 +11,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/regular_file.hpp"
 #include "diagnose/stacks_site.hpp"
 #include "diagnose/stacks_target.hpp"
-#include "diagnose/worker_file.hpp"
 
 namespace xlaunch::diagnose {
 namespace {
@@ -36,8 +36,8 @@ std::optional<std::string> slurp(const std::string& path) {
 DumpTarget check_dump_target(const std::string& stacks_dir, const RankProcess& rank) {
   if (stacks_dir.empty()) return DumpTarget::not_python;
   // The rank wrote it, and could have put anything there.
-  const auto note =
-      read_worker_file(descriptor_file(stacks_dir, rank.rank, rank.own_pid), 0, kMaxNoteBytes);
+  const auto note = config::read_regular_text(descriptor_file(stacks_dir, rank.rank, rank.own_pid),
+                                              kMaxNoteBytes);
   if (!note) return DumpTarget::not_python;
   if (note->starts_with("none")) return DumpTarget::no_handler;  // the script took the signal
   const auto fd = parse_descriptor_note(*note);

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "config/absolute_path.hpp"
 #include "diagnose/stacks_site.hpp"
 #include "diagnose/stacks_target.hpp"
 #include "diagnose/stall_monitor_impl.hpp"
@@ -54,13 +55,9 @@ StallMonitor::Impl::~Impl() {
 }
 
 void StallMonitor::Impl::make_python_dir() {
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string base = tmp && *tmp ? tmp : "/tmp";
-  // Absolute: the workers get it (PYTHONPATH, XLAUNCH_STACKS_DIR) and may change folders.
-  std::error_code ec;
-  const std::filesystem::path root = std::filesystem::absolute(base, ec);
+  // Absolute, as the workers get paths in it (PYTHONPATH, XLAUNCH_STACKS_DIR).
   std::string pattern =
-      fmt::format("{}/xlaunch-stacks-{}-XXXXXX", ec ? base : root.string(), options.run_id);
+      fmt::format("{}/xlaunch-stacks-{}-XXXXXX", config::temp_root(), options.run_id);
   if (::mkdtemp(pattern.data()) == nullptr) {
     out.log(fmt::format("python stacks off: cannot create {}: {}", pattern, std::strerror(errno)));
     return;

@@ -3,10 +3,10 @@
 // connected to no store.
 #include <sstream>
 
+#include "config/regular_file.hpp"
 #include "diagnose/stacks_site.hpp"
 #include "diagnose/stall_dial.hpp"
 #include "diagnose/stall_monitor_impl.hpp"
-#include "diagnose/worker_file.hpp"
 
 namespace xlaunch::diagnose {
 namespace {
@@ -19,7 +19,7 @@ std::optional<std::pair<std::string, std::string>> StallMonitor::Impl::script_ad
     const RankInfo& r) const {
   if (stacks_dir.empty()) return std::nullopt;
   // The rank writes it: read only as a regular file, and a few lines at most.
-  const auto text = read_worker_file(notes_file(stacks_dir, r.rank, r.own_pid), 0, 64 << 10);
+  const auto text = config::read_regular_text(notes_file(stacks_dir, r.rank, r.own_pid), 64 << 10);
   if (!text) return std::nullopt;
   std::pair<std::string, std::string> out;
   std::istringstream in(*text);

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "config/absolute_path.hpp"
 #include "config/atomic_write.hpp"
 #include "config/text.hpp"
 #include "config/validate.hpp"
@@ -44,21 +45,14 @@ void make_dir(const std::string& dir) {
                     exit_status::kFailure);
 }
 
-// Workers get these paths (TORCHELASTIC_ERROR_FILE, XLAUNCH_LOG_DIR) and may change their
-// working folder (Hydra does): a relative --log_dir or TMPDIR is made absolute.
-fs::path absolute(const fs::path& path) {
-  std::error_code ec;
-  fs::path full = fs::absolute(path, ec);
-  return ec ? path : full;
-}
-
 // The run folder without --log_dir, in TMPDIR. A TMPDIR that is missing or not writable (a
 // job script's, a cleaned-up node's) falls back to /tmp rather than failing the launch;
 // `note` then says so.
 std::string make_temp_run_dir(const std::string& run_id, std::optional<std::string>& note) {
   const char* tmp = std::getenv("TMPDIR");
   const std::string name = "xlaunch-" + run_id + "-XXXXXX";
-  std::string pattern = (absolute(tmp && *tmp ? tmp : "/tmp") / name).string();
+  // Absolute, as the workers get paths in it (TORCHELASTIC_ERROR_FILE).
+  std::string pattern = (fs::path(config::temp_root()) / name).string();
   if (::mkdtemp(pattern.data()) != nullptr) return pattern;
   if (!tmp || !*tmp) throw cannot_create(pattern, errno, "set TMPDIR to a writable folder");
   const int error = errno;
@@ -85,7 +79,7 @@ RunFiles::RunFiles(const std::string& run_id, const std::optional<std::string>& 
     // xlaunch with the same run id starts at the same moment.
     for (int n = 1;; ++n) {
       const std::string name = n == 1 ? run_id : fmt::format("{}-{}", run_id, n);
-      run_dir_ = (absolute(*log_dir) / name).string();
+      run_dir_ = (fs::path(config::absolute_path(*log_dir)) / name).string();
       if (::mkdir(run_dir_.c_str(), 0755) == 0) break;
       if (errno != EEXIST) throw cannot_create(run_dir_, errno, "choose a writable --log_dir");
       if (n == 1) taken = run_dir_;

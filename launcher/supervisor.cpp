@@ -5,8 +5,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include "config/regular_file.hpp"
 #include "diagnose/stacks_registry.hpp"
-#include "diagnose/worker_file.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/pipe_size.hpp"
 #include "launcher/process.hpp"
@@ -205,7 +205,7 @@ RootCause Supervisor::Impl::root_cause(const Worker& worker) const {
   cause.stderr_tail.assign(worker.stderr_tail.begin(), worker.stderr_tail.end());
   cause.error_file = worker.error_file;
   // The rank's file: a FIFO or a link to /dev/zero there must not hang the report.
-  cause.error_file_text = diagnose::read_worker_file(worker.error_file, 0, kMaxErrorFileBytes);
+  cause.error_file_text = config::read_regular_text(worker.error_file, kMaxErrorFileBytes);
   return cause;
 }
 

@@ -1,0 +1,26 @@
+// A file that someone else may have changed (a run folder, a rank's own notes), read only when
+// it is a regular file: opened without blocking (a FIFO would never answer), refused when it is
+// anything else (a link to /dev/zero would never end), and never beyond a cap.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace xlaunch::config {
+
+struct RegularFile {
+  enum class Status { Ok, Missing, NotRegular, TooLarge, Unreadable } status = Status::Missing;
+  std::string text;         // Ok: the content
+  std::string kind;         // NotRegular: "a FIFO", "a character device", ...
+  std::uintmax_t size = 0;  // TooLarge: its size
+  int error = 0;            // Unreadable: the errno
+};
+
+/// Reads `path` (a link is followed) if it is a regular file of at most `max_bytes`.
+RegularFile read_regular_file(const std::string& path, std::size_t max_bytes);
+/// The content alone: nullopt for anything but a regular file of at most `max_bytes`.
+std::optional<std::string> read_regular_text(const std::string& path, std::size_t max_bytes);
+
+}  // namespace xlaunch::config

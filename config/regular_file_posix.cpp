@@ -1,0 +1,71 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "config/regular_file.hpp"
+
+namespace xlaunch::config {
+namespace {
+
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a plain file";
+}
+
+RegularFile unreadable(int error) {
+  RegularFile out;
+  out.status = RegularFile::Status::Unreadable;
+  out.error = error;
+  return out;
+}
+
+}  // namespace
+
+RegularFile read_regular_file(const std::string& path, std::size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return errno == ENOENT ? RegularFile{} : unreadable(errno);
+  struct stat st {};
+  RegularFile out;
+  if (::fstat(fd, &st) != 0) {
+    out = unreadable(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    out.status = RegularFile::Status::NotRegular;
+    out.kind = kind_of(st.st_mode);
+  } else if (static_cast<std::uintmax_t>(st.st_size) > max_bytes) {
+    out.status = RegularFile::Status::TooLarge;
+    out.size = static_cast<std::uintmax_t>(st.st_size);
+  } else {
+    out.status = RegularFile::Status::Ok;
+    out.text.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t got = 0;
+    // A file that grows meanwhile is read up to its size at fstat: bounded either way.
+    while (got < out.text.size()) {
+      const ssize_t n = ::read(fd, out.text.data() + got, out.text.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        out = unreadable(errno);
+        break;
+      }
+      if (n == 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    if (out.status == RegularFile::Status::Ok) out.text.resize(got);
+  }
+  ::close(fd);
+  return out;
+}
+
+std::optional<std::string> read_regular_text(const std::string& path, std::size_t max_bytes) {
+  RegularFile file = read_regular_file(path, max_bytes);
+  if (file.status != RegularFile::Status::Ok) return std::nullopt;
+  return std::move(file.text);
+}
+
+}  // namespace xlaunch::config
