@@ -130,7 +130,9 @@ void forget_group(GuardianState& state, std::int32_t pgid) {
         const char done = 'k';
         ::send(fd, &done, 1, MSG_NOSIGNAL);
       } else if (message < 0) {
-        forget_group(state, -message);
+        // Only the launcher and its new workers (before exec) hold this socket; still, the
+        // one value with no positive twin is ignored.
+        if (message != INT32_MIN) forget_group(state, -message);
       } else if (state.count < state.capacity) {
         groups[state.count++] = message;
       }
