@@ -9,22 +9,17 @@ import os
 import pathlib
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 
 import pytest
 
+from launch_helpers import free_port  # noqa: F401 (the cluster suites import it from here)
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OPENMPI_RUN = "/usr/bin/mpirun.openmpi"
 HYDRA_RUN = "/usr/bin/mpiexec.hydra"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ensure_packages(packages):

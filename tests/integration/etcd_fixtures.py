@@ -7,16 +7,16 @@ thrown away) and checks nothing is left running.
 """
 import json
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 
 import pytest
+
+from launch_helpers import free_ports  # noqa: F401 (the etcd suites import it from here)
 
 START_TIMEOUT = 120  # seconds for a cluster to become healthy on a loaded CI machine
 
@@ -37,29 +37,6 @@ def ensure_etcd():
     if not path:
         pytest.fail("apt-get installed etcd-server but no `etcd` is on PATH")
     return path
-
-
-def free_ports(count):
-    """`count` distinct free TCP ports on 127.0.0.1 below the ephemeral range (so that no
-    outgoing connection takes one before etcd binds it), held together while choosing."""
-    sockets = []
-    try:
-        for _ in range(10000):
-            if len(sockets) == count:
-                break
-            s = socket.socket()
-            try:
-                s.bind(("127.0.0.1", random.randrange(20000, 32000)))
-            except OSError:
-                s.close()
-                continue
-            sockets.append(s)
-        if len(sockets) < count:
-            raise RuntimeError(f"no {count} free ports in 20000-32000")
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 class EtcdCluster:

@@ -2,7 +2,9 @@
 import json
 import os
 import pathlib
+import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -109,3 +111,31 @@ def restore_default_stop_signals():
         if signal.getsignal(sig) == signal.SIG_IGN:
             signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT
                           else signal.SIG_DFL)
+
+
+def free_ports(count):
+    """`count` distinct free TCP ports on 127.0.0.1 below the ephemeral range (32768 and up),
+    held together while choosing: a port from the ephemeral range can be taken by any outgoing
+    connection or srun's own listeners before the launcher binds it."""
+    sockets = []
+    try:
+        for _ in range(10000):
+            if len(sockets) == count:
+                break
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", random.randrange(20000, 32000)))
+            except OSError:
+                s.close()
+                continue
+            sockets.append(s)
+        if len(sockets) < count:
+            raise RuntimeError(f"no {count} free ports in 20000-32000")
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def free_port():
+    return free_ports(1)[0]

@@ -6,13 +6,12 @@ test_torch26_launch.py.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 
 import pytest
 
-from launch_helpers import merged_env, wait_until_gone
+from launch_helpers import free_port, merged_env, wait_until_gone
 
 WORKER = r'''
 import json, os, sys, time
@@ -45,21 +44,6 @@ elif mode == "fail_once_on_1":
     if on_machine_1 and attempt == "0":
         sys.exit(3)
 '''
-
-def free_port():
-    """A free port below the ephemeral range, so no outgoing connection takes it before the
-    store binds it."""
-    import random
-    for _ in range(1000):
-        port = random.randrange(20000, 32000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 20000-32000")
-
 
 class Machines:
     """Starts launchers as machines; kills whatever is left (their whole sessions) at the end."""
