@@ -80,6 +80,13 @@ bool given(const CLI::App& cmd, const AccelerateFlags& flags, std::string_view n
   throw std::logic_error("no flag --" + std::string(name));
 }
 
+/// A switch given and on: `--use_fsdp=false` is given but off, as `--debug=false` is.
+bool switched_on(const CLI::App& cmd, const AccelerateFlags& flags, std::string_view name) {
+  if (!given(cmd, flags, name)) return false;
+  if (flags.options.contains(name)) return flags.switches.at(std::string(name));
+  return find_flag(cmd, name)->as<bool>();  // one of launch_flags.cpp's (given, so declared)
+}
+
 }  // namespace
 
 void add_accelerate_flags(CLI::App& cmd, AccelerateFlags& flags) {
@@ -154,13 +161,13 @@ void finish_accelerate_flags(const CLI::App& cmd, AccelerateFlags& flags,
     read_accelerate_args(cmd, flags, settings.accelerate);
   }
   config::AccelerateArgs& out = settings.accelerate;
-  if (given(cmd, flags, "same_network")) settings.same_network = true;
+  if (switched_on(cmd, flags, "same_network")) settings.same_network = true;
   if (given(cmd, flags, "mixed_precision")) out[std::string(config::kMixedPrecisionFlag)] = "true";
 
   // accelerate: one of these at a time; any of them replaces the config file's paradigm.
   std::vector<std::string> chosen;
   for (const char* name : {"multi_gpu", "use_fsdp", "use_deepspeed", "use_megatron_lm"}) {
-    if (given(cmd, flags, name)) chosen.push_back(std::string("--") + name);
+    if (switched_on(cmd, flags, name)) chosen.push_back(std::string("--") + name);
   }
   if (given(cmd, flags, "use_cpu") && settings.use_cpu == true)
     chosen.insert(chosen.begin(), "--cpu");

@@ -106,6 +106,7 @@ void print_notices(const std::vector<std::string>& notices) {
 
 int run_wizard(const ConfigOptions& o) {
   const std::string path = target_path(o);
+  config::config_write_target(path);  // refused now rather than after every question
   config::Settings start;
   if (o.template_name) {
     const config::Template* preset = config::find_template(*o.template_name);
@@ -126,9 +127,9 @@ int run_wizard(const ConfigOptions& o) {
     const std::unique_ptr<config::Terminal> term = config::make_stdio_terminal();
     try {
       answers = config::run_wizard(*term, machine.facts, start);
-    } catch (const config::Interrupted&) {
+    } catch (const config::Interrupted& stop) {
       fmt::print(stderr, "xlaunch: interrupted; {} was not changed\n", path);
-      return exit_status::kSignalBase + 2;  // 130, as after SIGINT
+      return exit_status::kSignalBase + stop.signal();  // 130 after Ctrl-C, 143 after SIGTERM
     } catch (const config::EndOfInput&) {
       throw UsageError(fmt::format("input ended before every question was answered; {} was not "
                                    "changed",
@@ -145,6 +146,7 @@ int run_wizard(const ConfigOptions& o) {
 
 int run_default(const CLI::App& cmd, const ConfigOptions& o) {
   const std::string path = target_path(o);
+  config::config_write_target(path);
   if (std::filesystem::exists(path) && !o.force) {
     throw UsageError(fmt::format("{} already exists", path),
                      "pass --force to replace it, or --config_file to write another file");

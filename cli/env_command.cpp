@@ -6,6 +6,7 @@
 #include "cluster/detect.hpp"
 #include "config/containment_setting.hpp"
 #include "config/paths.hpp"
+#include "config/regular_file.hpp"
 #include "config/resolve.hpp"
 #include "config/usage_error.hpp"
 #include "gpu/devices.hpp"
@@ -60,8 +61,15 @@ void add_env_command(CLI::App& app, Action& run) {
             [&env](const std::string& name) { return launcher::lookup(env, name); });
       }
       if (report.config_file) {
-        report.config_text = launcher::read_file(*report.config_file);
-        if (!report.config_text) *report.config_file += " (not found)";
+        // A report must not wait on a FIFO or read /dev/zero forever: regular files only.
+        config::RegularFile file = config::read_regular_file(*report.config_file, 4u << 20);
+        if (file.status == config::RegularFile::Status::Ok) {
+          report.config_text = std::move(file.text);
+        } else {
+          *report.config_file += file.status == config::RegularFile::Status::Missing
+                                     ? " (not found)"
+                                     : " (not read: not a regular file of at most 4 MiB)";
+        }
       }
       // The interpreter a launch would use: --python's layers without a flag (env, file).
       std::string python = "python3";

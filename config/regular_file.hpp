@@ -20,6 +20,10 @@ struct RegularFile {
 
 /// Reads `path` (a link is followed) if it is a regular file of at most `max_bytes`.
 RegularFile read_regular_file(const std::string& path, std::size_t max_bytes);
+/// Reads `path` (a link is followed) if it is not a folder, blocking as a plain read would (a
+/// FIFO or `<(process substitution)` waits for its writer), and never beyond `max_bytes`: a
+/// device that never ends (/dev/zero) is TooLarge, not a process that grows until it dies.
+RegularFile read_bounded_stream(const std::string& path, std::size_t max_bytes);
 /// The content alone: nullopt for anything but a regular file of at most `max_bytes`.
 std::optional<std::string> read_regular_text(const std::string& path, std::size_t max_bytes);
 

@@ -62,6 +62,40 @@ RegularFile read_regular_file(const std::string& path, std::size_t max_bytes) {
   return out;
 }
 
+RegularFile read_bounded_stream(const std::string& path, std::size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? RegularFile{} : unreadable(errno);
+  struct stat st {};
+  RegularFile out;
+  if (::fstat(fd, &st) != 0) {
+    out = unreadable(errno);
+  } else if (S_ISDIR(st.st_mode)) {
+    out.status = RegularFile::Status::NotRegular;
+    out.kind = kind_of(st.st_mode);
+  } else {
+    out.status = RegularFile::Status::Ok;
+    char buffer[16384];
+    for (;;) {
+      const ssize_t n = ::read(fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        out = unreadable(errno);
+        break;
+      }
+      if (n == 0) break;
+      if (out.text.size() + static_cast<std::size_t>(n) > max_bytes) {
+        out.status = RegularFile::Status::TooLarge;
+        out.size = out.text.size() + static_cast<std::size_t>(n);
+        out.text.clear();
+        break;
+      }
+      out.text.append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
 std::optional<std::string> read_regular_text(const std::string& path, std::size_t max_bytes) {
   RegularFile file = read_regular_file(path, max_bytes);
   if (file.status != RegularFile::Status::Ok) return std::nullopt;

@@ -9,6 +9,11 @@
 
 namespace xlaunch::config {
 
+/// Local workers one xlaunch runs at most. Far above any GPU count (one worker per GPU) and
+/// above one worker per core on nearly every machine; more is almost always a typo, and
+/// each worker costs the launcher a process, pipes and log files.
+inline constexpr int kMaxLocalWorkers = 1024;
+
 /// accelerate's distributed_type values. MULTI_GPU is DDP: one process per GPU.
 enum class DistributedType { No, MultiGpu, DataParallel, MultiCpu };
 

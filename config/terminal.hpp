@@ -16,10 +16,16 @@ struct Key {
   char ch = 0;  ///< the character, for Char
 };
 
-/// The user pressed Ctrl-C (or the process got SIGINT) while the wizard waited for input.
+/// The user pressed Ctrl-C (or the process got SIGINT, SIGTERM, SIGHUP or SIGQUIT) while the
+/// wizard waited for input.
 class Interrupted : public std::runtime_error {
  public:
-  Interrupted() : std::runtime_error("interrupted") {}
+  explicit Interrupted(int signal = 2) : std::runtime_error("interrupted"), signal_(signal) {}
+  /// The signal's number (2 for Ctrl-C), for an exit status of 128 + it.
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
 };
 
 /// Input ended before the wizard had every answer.
@@ -45,8 +51,9 @@ class Terminal {
 };
 
 /// The process's stdin/stdout: interactive (raw mode, restored on destruction) when both are
-/// terminals, line mode otherwise. While it lives, SIGINT makes reads throw Interrupted instead
-/// of killing the process, so the caller can exit cleanly with 130.
+/// terminals, line mode otherwise. While it lives, SIGINT (SIGTERM, SIGHUP, SIGQUIT) makes reads
+/// throw Interrupted instead of killing the process, so the caller can restore the terminal and
+/// exit cleanly with 128 + the signal (130 for Ctrl-C).
 std::unique_ptr<Terminal> make_stdio_terminal();
 
 }  // namespace xlaunch::config

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <iterator>
 #include <system_error>
 
 #include "config/terminal.hpp"
@@ -13,38 +14,48 @@
 namespace xlaunch::config {
 namespace {
 
-volatile std::sig_atomic_t g_interrupted = 0;
+volatile std::sig_atomic_t g_interrupted = 0;  // the signal that arrived, 0 for none
 
-void on_sigint(int) { g_interrupted = 1; }
+void on_stop_signal(int signal) { g_interrupted = signal; }
 
-/// While alive, SIGINT only sets a flag; without SA_RESTART it also makes a blocked read()
-/// return EINTR, so the wizard notices at once and can leave the config file untouched.
+// Ctrl-C, and the signals that end a terminal session or a job (kill, a closed window): each
+// must leave the wizard through its destructors, so raw mode is undone and no file half-written.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+/// While alive, those signals only set a flag; without SA_RESTART they also make a blocked
+/// read() return EINTR, so the wizard notices at once and can leave the config file untouched.
 class SigintGuard {
  public:
   SigintGuard() {
     g_interrupted = 0;
     struct sigaction action {};
-    action.sa_handler = on_sigint;
+    action.sa_handler = on_stop_signal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = 0;
-    ::sigaction(SIGINT, &action, &saved_);
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
+      ::sigaction(kStopSignals[i], &action, &saved_[i]);
+    }
   }
-  ~SigintGuard() { ::sigaction(SIGINT, &saved_, nullptr); }
+  ~SigintGuard() {
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
+      ::sigaction(kStopSignals[i], &saved_[i], nullptr);
+    }
+  }
   SigintGuard(const SigintGuard&) = delete;
   SigintGuard& operator=(const SigintGuard&) = delete;
 
  private:
-  struct sigaction saved_ {};
+  struct sigaction saved_[std::size(kStopSignals)] {};
 };
 
-/// One byte from stdin: nullopt at end of input; throws Interrupted after SIGINT.
+/// One byte from stdin: nullopt at end of input; throws Interrupted after a stop signal.
 std::optional<char> read_byte() {
   for (;;) {
-    if (g_interrupted) throw Interrupted();
+    if (g_interrupted) throw Interrupted(g_interrupted);
     char c = 0;
     const ssize_t n = ::read(STDIN_FILENO, &c, 1);
-    // A SIGINT that raced with the read (e.g. input closed right after Ctrl-C) still wins.
-    if (g_interrupted) throw Interrupted();
+    // A signal that raced with the read (e.g. input closed right after Ctrl-C) still wins.
+    if (g_interrupted) throw Interrupted(g_interrupted);
     if (n == 1) return c;
     if (n == 0) return std::nullopt;
     if (errno == EINTR) continue;

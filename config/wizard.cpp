@@ -151,6 +151,10 @@ int ask_processes(Terminal& term, const Settings& start, Settings& s, Distribute
         if (*value % machines != 0) {
           return fmt::format("{} processes do not split evenly over {} machines", *value, machines);
         }
+        if (*value / machines > kMaxLocalWorkers) {
+          return fmt::format("{} processes on each machine; xlaunch runs at most {} per machine",
+                             *value / machines, kMaxLocalWorkers);
+        }
         if (type == DistributedType::MultiGpu && gpus > 0 && *value / machines > gpus) {
           return fmt::format("DDP runs one process per GPU and this machine has {} GPU{}", gpus,
                              gpus == 1 ? "" : "s");

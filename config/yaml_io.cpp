@@ -6,10 +6,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "config/atomic_write.hpp"
+#include "config/regular_file.hpp"
 #include "config/schema.hpp"
 #include "config/usage_error.hpp"
 #include "config/validate.hpp"
@@ -51,23 +50,28 @@ YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
 }
 
 std::string read_text_file(const std::string& path) {
-  // An ifstream opens a folder without complaint and reads nothing from it.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw UsageError(fmt::format("cannot read config file {}: it is a directory", path),
-                     "give the YAML file itself, not its folder");
+  // A config file is a few KiB; the cap keeps a wrong path (/dev/zero, a log) from eating memory.
+  constexpr std::size_t max_bytes = 4u << 20;
+  RegularFile file = read_bounded_stream(path, max_bytes);
+  switch (file.status) {
+    case RegularFile::Status::Ok:
+      return std::move(file.text);
+    case RegularFile::Status::Missing:
+      throw UsageError(fmt::format("cannot open config file {}: {}", path, std::strerror(ENOENT)),
+                       "check the path, or create the file with 'xlaunch config'");
+    case RegularFile::Status::NotRegular:
+      throw UsageError(fmt::format("cannot read config file {}: it is {}", path, file.kind),
+                       "give the YAML file itself, not its folder");
+    case RegularFile::Status::TooLarge:
+      throw UsageError(
+          fmt::format("cannot read config file {}: more than {} MiB", path, max_bytes >> 20),
+          "is this the right file? A config file is one 'key: value' per line; see "
+          "docs/config.md");
+    case RegularFile::Status::Unreadable:
+      break;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw UsageError(fmt::format("cannot open config file {}: {}", path, std::strerror(errno)),
-                     "check the path, or create the file with 'xlaunch config'");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    throw UsageError(fmt::format("cannot read config file {}: {}", path, std::strerror(errno)));
-  }
-  return text.str();
+  throw UsageError(fmt::format("cannot open config file {}: {}", path, std::strerror(file.error)),
+                   "check the path and its permissions, or create the file with 'xlaunch config'");
 }
 
 LoadedConfig load_config_text(const std::string& text, const std::string& origin) {
@@ -97,8 +101,35 @@ std::string to_yaml(const Settings& settings) {
                      out.c_str());
 }
 
+std::string config_write_target(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) {
+    throw UsageError("the config file's path is empty", "give a file name, e.g. --config_file "
+                                                        "~/.config/xlaunch/default_config.yaml");
+  }
+  fs::path target(path);
+  // 40 links, as the kernel's own limit for one path.
+  for (int hops = 0; hops <= 40; ++hops) {
+    std::error_code ec;
+    const fs::file_status status = fs::symlink_status(target, ec);
+    if (fs::is_symlink(status)) {
+      const fs::path next = fs::read_symlink(target, ec);
+      if (ec) break;
+      target = next.is_absolute() ? next : target.parent_path() / next;
+      continue;
+    }
+    if (fs::is_directory(status) || !target.has_filename()) {
+      throw UsageError(fmt::format("cannot write config file {}: it is a directory", path),
+                       "give a file name, e.g. " + (fs::path(path) / "default_config.yaml").string());
+    }
+    return target.string();
+  }
+  throw UsageError(fmt::format("cannot write config file {}: too many levels of links", path),
+                   "point the link at a file");
+}
+
 void save_config(const std::string& path, const Settings& settings) {
-  atomic_write(path, to_yaml(settings));
+  atomic_write(config_write_target(path), to_yaml(settings));
 }
 
 }  // namespace xlaunch::config

@@ -26,7 +26,12 @@ LoadedConfig load_config_file(const std::string& path);
 /// comment naming the writer. Round-trips through load_config_text.
 std::string to_yaml(const Settings& settings);
 
-/// Writes to_yaml(settings) to `path` atomically (see atomic_write).
+/// The file save_config(path) replaces: a link's final target, so a config kept elsewhere (a
+/// dotfiles repository) stays linked, else `path` itself. Throws UsageError for an empty path,
+/// a folder, or a link loop, so a wizard can refuse before it asks anything.
+std::string config_write_target(const std::string& path);
+
+/// Writes to_yaml(settings) to config_write_target(path) atomically (see atomic_write).
 void save_config(const std::string& path, const Settings& settings);
 
 }  // namespace xlaunch::config

@@ -11,10 +11,8 @@
 
 namespace xlaunch::launcher {
 
-/// Local workers one xlaunch runs at most. Far above any GPU count (one worker per GPU) and
-/// above one worker per core on nearly every machine; more is almost always a typo, and
-/// each worker costs the launcher a process, pipes and log files.
-inline constexpr int kMaxLocalWorkers = 1024;
+/// Local workers one xlaunch runs at most (the wizard asks within it too).
+inline constexpr int kMaxLocalWorkers = config::kMaxLocalWorkers;
 
 /// Descriptors the launcher keeps whatever the worker count (stdio, xlaunch.log, the store's
 /// listening socket, the event loop's own, the guardian's pipe, the pipes of a spawn in
