@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "launcher/capacity.hpp"
 #include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/launch_error.hpp"
@@ -50,7 +53,6 @@ std::optional<rendezvous::ListeningSocket> bind_or_join(Job& job) {
 }  // namespace
 
 void host_store(Job& job) {
-  rendezvous::raise_open_file_limit();
   LaunchPlan& plan = job.plan;
   // Only machine 0 hosts the store; the others join it.
   if (job.via_etcd) {
@@ -67,7 +69,14 @@ void host_store(Job& job) {
 }
 
 void serve_store(Job& job, rendezvous::ListeningSocket socket) {
-  job.store.emplace(std::move(socket));
+  rendezvous::ServerOptions options;
+  // The console never blocks: a full stderr must not stop the store that every rank uses.
+  options.log_sink = [](std::string_view line) { console_say(line); };
+  if (const auto max_open_files = rendezvous::raise_open_file_limit()) {
+    options.limits.max_connections = std::min<std::uint64_t>(
+        options.limits.max_connections, store_connection_budget(job.plan, *max_open_files));
+  }
+  job.store.emplace(std::move(socket), std::move(options));
   // Its thread inherits a mask that keeps stop signals for the main thread, so none can
   // end the launcher by its default action before the supervisor's handlers exist.
   StopSignalsHeld held;

@@ -44,6 +44,14 @@ std::uint64_t descriptors_needed(const LaunchPlan& plan) {
          static_cast<std::uint64_t>(plan.local_world_size) * descriptors_per_worker(plan);
 }
 
+std::uint64_t store_connection_budget(const LaunchPlan& plan, std::uint64_t max_open_files) {
+  const std::uint64_t per_worker_own = plan.log_dir ? 4 : 2;
+  // Twice the workers' own: a restart opens new pipes before the old ones are all closed.
+  const std::uint64_t own =
+      kReservedDescriptors + 2 * per_worker_own * static_cast<std::uint64_t>(plan.local_world_size);
+  return max_open_files > own + 1 ? max_open_files - own : 1;
+}
+
 void check_capacity(const LaunchPlan& plan, const config::Settings& settings,
                     const CapacityLimits& limits) {
   const auto workers = static_cast<std::uint64_t>(plan.local_world_size);

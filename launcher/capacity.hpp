@@ -42,6 +42,11 @@ std::uint64_t descriptors_per_worker(const LaunchPlan& plan);
 /// Descriptors the plan needs in all, besides those already open.
 std::uint64_t descriptors_needed(const LaunchPlan& plan);
 
+/// Connections the hosted store may hold at `max_open_files` descriptors: it shares them with
+/// the launcher, whose own (pipes, logs, a restart's new ones) must never run out because
+/// idle clients took them.
+std::uint64_t store_connection_budget(const LaunchPlan& plan, std::uint64_t max_open_files);
+
 /// Throws UsageError (exit 2) naming the flag that set the count, the limit it passes and what
 /// to do, when the plan's local workers exceed kMaxLocalWorkers, the user's process limit or
 /// the open-file limit. `settings` only tells which flag set the count.

@@ -112,13 +112,16 @@ ListeningSocket::~ListeningSocket() {
 
 int ListeningSocket::release() { return std::exchange(fd_, -1); }
 
-void raise_open_file_limit() {
+std::optional<std::uint64_t> raise_open_file_limit() {
   rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return std::nullopt;
   if (lim.rlim_cur < lim.rlim_max) {
+    const rlim_t before = lim.rlim_cur;
     lim.rlim_cur = lim.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &lim);
+    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) lim.rlim_cur = before;
   }
+  if (lim.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  return static_cast<std::uint64_t>(lim.rlim_cur);
 }
 
 }  // namespace xlaunch::rendezvous

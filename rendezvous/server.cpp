@@ -73,7 +73,14 @@ std::vector<StoreServer::ClientInfo> StoreServer::clients() const {
   };
   if (!impl_->thread.joinable() || impl_->stopped) return collect();
   std::promise<std::vector<ClientInfo>> done;
-  asio::post(impl_->io, [&] { done.set_value(collect()); });
+  asio::post(impl_->io, [&] {
+    // An exception (out of memory) must reach the caller, not leave it waiting forever.
+    try {
+      done.set_value(collect());
+    } catch (...) {
+      done.set_exception(std::current_exception());
+    }
+  });
   return done.get_future().get();
 }
 
@@ -86,5 +93,7 @@ std::size_t StoreServer::num_parked() const { return impl_->num_parked.load(); }
 std::size_t StoreServer::num_connections() const { return impl_->num_conns.load(); }
 
 std::size_t StoreServer::buffered_bytes() const { return impl_->num_buffered.load(); }
+
+std::size_t StoreServer::unsent_bytes() const { return impl_->num_unsent.load(); }
 
 }  // namespace xlaunch::rendezvous

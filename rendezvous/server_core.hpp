@@ -12,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <boost/asio.hpp>
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -26,6 +27,9 @@
 #include "rendezvous/wire_codec.hpp"
 
 namespace xlaunch::rendezvous {
+
+// Stop taking a client's requests while more than this of its replies wait unsent.
+inline constexpr std::size_t kMaxQueuedOutput = 16 * 1024 * 1024;
 
 struct Connection {
   Connection(int fd, ConnId id, const CodecLimits& limits, Dialect legacy_default)
@@ -42,6 +46,7 @@ struct Connection {
   std::size_t sent = 0;
   bool watching_write = false;  // the ready set reports this socket writable
   bool paused = false;          // not reading: too many unsent replies
+  bool backlog = false;         // `partial` holds whole requests, left while replies wait
   // For the launcher's diagnosis (StoreServer::clients): who it is and how busy.
   std::string peer_addr;
   std::uint16_t peer_port = 0;
@@ -60,9 +65,11 @@ struct ServerCore {
   void on_ready();
   // Each returns false when it closed `c` (which is then gone: do not touch it).
   bool on_readable(Connection& c);
+  bool serve(Connection& c, std::span<const std::uint8_t> fresh);
   bool process(Connection& c, std::span<const std::uint8_t> data, std::size_t& used);
   bool flush(Connection& c);
   bool account_buffered(Connection& c);
+  bool account_queued(Connection& c);
   void close(Connection& c, const std::string& reason);
   void deliver(const Effects& fx, ConnId self);
   void update_counters();
@@ -88,6 +95,14 @@ struct ServerCore {
   // Node-based: a Connection& stays valid while others are added or closed.
   std::unordered_map<ConnId, Connection> conns;
   PendingBudget pending{options.limits.max_buffered_bytes};
+  // Unsent replies across all connections, bounded like unfinished requests.
+  PendingBudget queued{options.limits.max_buffered_bytes};
+  std::size_t over_output_cap = 0;  // connections closed for it
+  // Log lines: a burst, then a few a second, so a storm of bad clients cannot flood (or,
+  // through a full stderr, stop) the store.
+  std::chrono::steady_clock::time_point log_window{};
+  std::size_t log_lines_in_window = 0;
+  std::size_t log_suppressed = 0;
   ConnId next_id = 1;
   std::array<std::uint8_t, 64 * 1024> scratch{};
   Request request;  // decoded requests are handled one at a time, so one is shared
@@ -100,6 +115,7 @@ struct ServerCore {
   std::atomic<std::size_t> num_conns{0};
   std::atomic<std::size_t> num_parked{0};
   std::atomic<std::size_t> num_buffered{0};
+  std::atomic<std::size_t> num_unsent{0};
 };
 
 }  // namespace xlaunch::rendezvous

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -204,4 +205,140 @@ TEST_CASE("a client that does not read its replies stalls only itself", "[server
   }
   CHECK(hog.recv(8) == i64_bytes(7));
   CHECK(c.get("/hog") == "7");
+}
+
+namespace {
+
+// Reads whatever the server sent until it closes the connection; false after 10 s without.
+bool drained_then_closed(Raw& raw) {
+  std::string chunk(64 * 1024, '\0');
+  for (;;) {
+    IoStatus st = raw.sock.recv_exact(chunk.data(), chunk.size(), Clock::now() + 10s);
+    if (st.code == IoStatus::Eof || st.code == IoStatus::Error) return true;
+    if (!st.ok()) return false;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("one request whose reply would be huge closes only its connection", "[server]") {
+  ServerOptions o;
+  o.limits.max_value_bytes = 64 * 1024;
+  o.limits.max_buffered_bytes = 1024 * 1024;  // so one reply may be at most 1 MiB
+  Fixture f(o);
+  StoreClient c = f.client();
+  c.set("/v", std::string(64 * 1024, 'v'));
+  REQUIRE(c.get("/v").size() == 64 * 1024);
+  Raw raw(f.server.port());
+  Request r;
+  r.op = Op::MultiGet;
+  r.keys = std::vector<std::string_view>(100, "/v");  // 6.4 MiB of reply from 400 bytes
+  Request validate;
+  validate.op = Op::Validate;
+  validate.word = kValidateMagic;
+  std::string bytes;
+  encode_request(bytes, Dialect::D2, validate);
+  encode_request(bytes, Dialect::D2, r);
+  raw.send(bytes);
+  CHECK(raw.closed_by_server());
+  CHECK(f.server.unsent_bytes() == 0);
+  CHECK(c.add("/n", 1) == 1);
+}
+
+TEST_CASE("a client that pipelines requests and never reads holds a bounded backlog", "[server]") {
+  Fixture f;
+  StoreClient c = f.client();
+  const std::string big(1 << 20, 'b');
+  c.set("/big", big);
+  REQUIRE(c.get("/big") == big);
+  Raw hog(f.server.port());
+  std::string gets;
+  for (int i = 0; i < 2000; ++i) gets += req(Dialect::D0, Op::Get, "/big");  // 2 GiB of replies
+  hog.send(gets);
+  REQUIRE(c.add("/others", 1) == 1);
+  // Requests stop being answered once 16 MiB wait: one more 1 MiB reply past it at most.
+  wait_until([&] { return f.server.unsent_bytes() > 0; });
+  for (int i = 0; i < 50; ++i) {
+    CHECK(f.server.unsent_bytes() <= 18 * (1 << 20));
+    REQUIRE(c.add("/others", 1) == i + 2);
+  }
+  // Reading resumes the rest in order, with no new request from the client.
+  for (int i = 0; i < 2000; ++i) {
+    REQUIRE(hog.recv(8) == i64_bytes(1 << 20));
+    REQUIRE(hog.recv(big.size()) == big);
+  }
+  hog.send(add_req(Dialect::D0, "/hog", 7));
+  CHECK(hog.recv(8) == i64_bytes(7));
+}
+
+TEST_CASE("a watcher that never reads its notifications is closed, alone", "[server]") {
+  Fixture f;
+  StoreClient c = f.client();
+  Raw watcher(f.server.port());
+  watcher.send(req(Dialect::D0, Op::WatchKey, "/w"));
+  REQUIRE(watcher.recv(1).size() == 1);  // the acknowledgement
+  const std::string value(1 << 20, 'w');
+  // Each overwrite pushes old and new value: 2 MiB a time, 80 MiB for 40 if nothing bounded it.
+  for (int i = 0; i < 40; ++i) c.set("/w", value + std::to_string(i));
+  CHECK(c.add("/n", 1) == 1);
+  CHECK(f.server.unsent_bytes() <= 20 * (1 << 20));
+  CHECK(drained_then_closed(watcher));
+  CHECK(f.server.num_connections() == 1);
+}
+
+TEST_CASE("past max_buffered_bytes of unsent replies the largest holder is closed, only it",
+          "[server]") {
+  ServerOptions o;
+  o.limits.max_buffered_bytes = 40 * 1024 * 1024;
+  Fixture f(o);
+  StoreClient c = f.client();
+  const std::string big(1 << 20, 'b');
+  c.set("/big", big);
+  REQUIRE(c.get("/big") == big);
+  std::string gets;
+  for (int i = 0; i < 64; ++i) gets += req(Dialect::D0, Op::Get, "/big");
+  // Three clients that never read: each holds up to 17 MiB, together over the 40 MiB.
+  std::vector<std::unique_ptr<Raw>> hogs;
+  for (int i = 0; i < 3; ++i) {
+    hogs.push_back(std::make_unique<Raw>(f.server.port()));
+    hogs.back()->send(gets);
+    REQUIRE(c.add("/others", 1) == i + 1);  // served, and each hog's requests were taken
+  }
+  CHECK(f.server.unsent_bytes() <= o.limits.max_buffered_bytes);
+  int closed = 0;
+  for (auto& hog : hogs) closed += drained_then_closed(*hog) ? 1 : 0;
+  CHECK(closed >= 1);
+  CHECK(closed < 3);
+  CHECK(c.add("/others", 1) == 4);
+}
+
+TEST_CASE("the store's log is rate-limited and goes to the given sink", "[server]") {
+  std::vector<std::string> lines;
+  std::mutex mutex;
+  ServerOptions o;
+  o.log_sink = [&](std::string_view line) {
+    std::lock_guard lock(mutex);
+    lines.emplace_back(line);
+  };
+  Fixture f(o);
+  StoreClient c = f.client();
+  for (int i = 0; i < 100; ++i) {
+    Raw bad(f.server.port());
+    bad.send(std::string(1, '\x0d'));  // unknown command: closed and logged
+    REQUIRE(bad.closed_by_server());
+  }
+  {
+    std::lock_guard lock(mutex);
+    CHECK(lines.size() <= 10);
+    CHECK(lines.size() >= 1);
+  }
+  std::this_thread::sleep_for(1100ms);  // a new second: the next line says what was left out
+  Raw bad(f.server.port());
+  bad.send(std::string(1, '\x0d'));
+  REQUIRE(bad.closed_by_server());
+  wait_until([&] {
+    std::lock_guard lock(mutex);
+    return lines.back().find("earlier messages not shown") != std::string::npos;
+  });
+  CHECK(c.add("/n", 1) == 1);
 }

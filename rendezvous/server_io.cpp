@@ -17,8 +17,6 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 namespace {
-// Stop reading from a client whose unread replies pile up beyond this.
-constexpr std::size_t kMaxQueuedOutput = 16 * 1024 * 1024;
 // Give back a big reply's buffer once it has been sent.
 constexpr std::size_t kKeepBufferBytes = 256 * 1024;
 // Ready sockets taken per wake-up; more wait for the next round, after other work.
@@ -34,6 +32,10 @@ ServerCore::ServerCore(ListeningSocket socket, ServerOptions opts)
     : options(std::move(opts)),
       legacy_default(options.legacy_dialect == LegacyDialect::Torch21 ? Dialect::D1 : Dialect::D0),
       port(socket.port()) {
+  // One reply may be as large as the largest value (a GET), or the buffered-bytes limit.
+  const std::size_t max_reply =
+      std::max(options.limits.max_buffered_bytes, options.limits.max_value_bytes + 8);
+  state = StoreState(StateLimits{options.limits.max_value_bytes, max_reply});
   codec_limits.max_key_bytes = options.limits.max_key_bytes;
   codec_limits.max_value_bytes = options.limits.max_value_bytes;
   codec_limits.max_keys_per_request = options.limits.max_keys_per_request;
@@ -53,7 +55,27 @@ ServerCore::ServerCore(ListeningSocket socket, ServerOptions opts)
 }
 
 void ServerCore::log(const std::string& message) {
-  fmt::print(stderr, "{}: {}\n", options.log_prefix, message);
+  constexpr std::size_t kLinesPerSecond = 10;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - log_window >= std::chrono::seconds(1)) {
+    log_window = now;
+    log_lines_in_window = 0;
+  }
+  if (log_lines_in_window++ >= kLinesPerSecond) {
+    ++log_suppressed;
+    return;
+  }
+  std::string line = fmt::format("{}: {}\n", options.log_prefix, message);
+  if (log_suppressed > 0) {
+    line = fmt::format("{}: ({} earlier messages not shown: more than {} a second)\n{}",
+                       options.log_prefix, log_suppressed, kLinesPerSecond, line);
+    log_suppressed = 0;
+  }
+  if (options.log_sink) {
+    options.log_sink(line);
+  } else {
+    fmt::print(stderr, "{}", line);
+  }
 }
 
 void ServerCore::accept() {
@@ -124,10 +146,17 @@ void ServerCore::on_ready() {
     auto it = conns.find(events[i].tag);
     if (it == conns.end()) continue;  // closed earlier in this batch
     Connection& c = it->second;
-    if (events[i].writable && !flush(c)) continue;
-    // A paused socket is watched for writing only, so "readable" means a hang-up or an
-    // error there, which the write finds.
-    if (events[i].readable) c.paused ? flush(c) : on_readable(c);
+    try {
+      if (events[i].writable && !flush(c)) continue;
+      // Its replies drained: the requests it sent meanwhile are next, before any new read.
+      if (c.backlog && !c.paused && !serve(c, {})) continue;
+      // A paused socket is watched for writing only, so "readable" means a hang-up or an
+      // error there, which the write finds.
+      if (events[i].readable) c.paused ? flush(c) : on_readable(c);
+    } catch (const std::exception& e) {
+      // Out of memory in one request: that client goes; the loop and everyone else carry on.
+      if (conns.count(events[i].tag) != 0) close(c, fmt::format("internal error: {}", e.what()));
+    }
   }
   update_counters();
   if (n == events.size()) {
@@ -145,12 +174,23 @@ bool ServerCore::on_readable(Connection& c) {
     close(c, {});  // EOF or reset: a client going away is normal, even mid-request
     return false;
   }
-  auto data = c.partial.with(std::span<const std::uint8_t>(scratch.data(), got.bytes));
-  std::size_t used = 0;
-  if (!process(c, data, used)) return false;
-  c.partial.keep_rest(data, used);
-  if (!account_buffered(c)) return false;
-  return flush(c);
+  return serve(c, std::span<const std::uint8_t>(scratch.data(), got.bytes));
+}
+
+// Handles the whole requests in what `c` keeps plus `fresh`, writing replies as it goes.
+// While more than kMaxQueuedOutput of replies wait unsent, the rest stays kept (backlog) and
+// the socket is not read: a client that asks for much and reads nothing holds a bounded
+// amount, and resumes (on_ready) once it reads.
+bool ServerCore::serve(Connection& c, std::span<const std::uint8_t> fresh) {
+  for (;;) {
+    auto data = c.partial.with(fresh);
+    fresh = {};
+    std::size_t used = 0;
+    if (!process(c, data, used)) return false;
+    c.partial.keep_rest(data, used);
+    if (!account_buffered(c) || !flush(c) || !account_queued(c)) return false;
+    if (!c.backlog || c.paused) return true;
+  }
 }
 
 // Records what `c` buffers now. Past max_buffered_bytes, closes the connection that buffers
@@ -179,6 +219,27 @@ bool ServerCore::account_buffered(Connection& c) {
   return c_open;
 }
 
+// Records what `c` has unsent. Past max_buffered_bytes of unsent replies across all
+// connections, closes the one with the most until the total fits, as for unfinished
+// requests. Returns false when `c` itself was closed.
+bool ServerCore::account_queued(Connection& c) {
+  bool c_open = true;
+  while (queued.exceeded()) {
+    PendingBudget::Holder most = *queued.largest();
+    std::string reason;
+    if (over_output_cap++ % 1000 == 0) {
+      reason = fmt::format(
+          "{} bytes of replies wait for it to read them, the most of any connection, while "
+          "all connections together have {} unsent, over max_buffered_bytes ({}); closures "
+          "for this limit so far: {}, logged every 1000th",
+          most.bytes, queued.total(), queued.cap(), over_output_cap);
+    }
+    if (most.conn == c.id) c_open = false;
+    close(conns.at(most.conn), reason);
+  }
+  return c_open;
+}
+
 // Writes what the socket takes now; the ready set reports when it takes more.
 bool ServerCore::flush(Connection& c) {
   if (c.unsent() > 0) {
@@ -198,6 +259,8 @@ bool ServerCore::flush(Connection& c) {
     c.out.erase(0, c.sent);
     c.sent = 0;
   }
+  queued.set(c.id, c.unsent());
+  num_unsent.store(queued.total(), std::memory_order_relaxed);
   bool want_write = c.unsent() > 0;
   bool pause = c.unsent() > kMaxQueuedOutput;
   if (want_write != c.watching_write || pause != c.paused) {
@@ -218,8 +281,10 @@ void ServerCore::close(Connection& c, const std::string& reason) {
   close_fd(c.fd);  // also leaves the ready set
   state.disconnect(id);
   pending.forget(id);
+  queued.forget(id);
   conns.erase(id);
   num_buffered.store(pending.total(), std::memory_order_relaxed);
+  num_unsent.store(queued.total(), std::memory_order_relaxed);
   // Release: a thread that reads the new count also reads the buffered bytes above.
   num_conns.store(conns.size(), std::memory_order_release);
 }
@@ -232,10 +297,12 @@ void ServerCore::close_all() {
   for (auto& [id, c] : conns) {
     close_fd(c.fd);
     pending.forget(id);
+    queued.forget(id);
   }
   conns.clear();
   num_conns.store(0);
   num_buffered.store(0);
+  num_unsent.store(0);
 }
 
 }  // namespace xlaunch::rendezvous

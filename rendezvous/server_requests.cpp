@@ -1,6 +1,8 @@
 // The store server's requests: each complete one goes to the StoreState, and what it
 // causes elsewhere (woken waits, watch pushes) reaches the other connections
 // (server_core.hpp).
+#include <fmt/core.h>
+
 #include "rendezvous/server_core.hpp"
 
 namespace xlaunch::rendezvous {
@@ -8,7 +10,12 @@ namespace xlaunch::rendezvous {
 // Handles every complete request at the front of `data`; `used` = the bytes they took.
 bool ServerCore::process(Connection& c, std::span<const std::uint8_t> data, std::size_t& used) {
   std::string error;
+  c.backlog = false;
   while (data.size() - used >= c.need) {
+    if (c.unsent() > kMaxQueuedOutput) {
+      c.backlog = true;  // the rest waits until the client reads (ServerCore::serve)
+      break;
+    }
     DecodeResult res = c.decoder.decode(data.subspan(used), request);
     if (res.status == DecodeStatus::NeedMore) {
       c.need = res.size;
@@ -42,8 +49,16 @@ void ServerCore::deliver(const Effects& fx, ConnId self) {
   for (const auto& [id, bytes] : fx.notifications) {
     auto it = conns.find(id);
     if (it == conns.end()) continue;
-    it->second.out += bytes;
-    if (id != self) flush(it->second);
+    Connection& watcher = it->second;
+    if (id != self && watcher.unsent() > kMaxQueuedOutput) {
+      // Its own requests pause at this bound; pushes would not: a watcher that never reads
+      // would hold every value ever written to its keys.
+      close(watcher, fmt::format("{} bytes of WATCH_KEY notifications wait for it to read them",
+                                 watcher.unsent()));
+      continue;
+    }
+    watcher.out += bytes;
+    if (id != self) flush(watcher);
   }
 }
 

@@ -5,8 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace xlaunch::rendezvous {
@@ -32,6 +35,9 @@ struct ServerOptions {
   LegacyDialect legacy_dialect = LegacyDialect::Torch113;
   /// Log lines (connection dropped, limits hit) go to stderr with this prefix.
   std::string log_prefix = "xlaunch store";
+  /// Where log lines go instead of stderr (one line, with its newline), called on the store's
+  /// thread: a launcher passes its console, which never blocks.
+  std::function<void(std::string_view)> log_sink;
 };
 
 /// A bound, listening TCP socket. Choosing port 0 binds a free port, and this very
@@ -83,6 +89,9 @@ class StoreServer {
   /// Bytes of unfinished requests buffered across all connections (thread-safe; for
   /// diagnostics and tests).
   std::size_t buffered_bytes() const;
+  /// Bytes of replies not yet sent, across all connections (thread-safe; for diagnostics and
+  /// tests).
+  std::size_t unsent_bytes() const;
 
   /// One client connection as the launcher's diagnosis sees it.
   struct ClientInfo {
@@ -99,7 +108,8 @@ class StoreServer {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Raises RLIMIT_NOFILE to its hard limit so thousands of workers fit.
-void raise_open_file_limit();
+/// Raises RLIMIT_NOFILE to its hard limit so thousands of workers fit; returns the limit now
+/// (nullopt: unlimited or unknown).
+std::optional<std::uint64_t> raise_open_file_limit();
 
 }  // namespace xlaunch::rendezvous

@@ -107,7 +107,7 @@ bool StoreState::apply(ConnId conn, Dialect dialect, const Request& r, std::stri
       wait(conn, r.keys, reply);
       return true;
     case Op::CancelWait:
-      waits_.erase(conn);
+      drop_wait(conn);
       put_u8(reply, kWaitCanceled);
       return true;
     case Op::NumKeys:
@@ -119,13 +119,8 @@ bool StoreState::apply(ConnId conn, Dialect dialect, const Request& r, std::stri
     case Op::WatchKey:
       watch_key(conn, r.key, reply);
       return true;
-    case Op::Append: {
-      auto it = kv_.find(r.key);
-      std::string value = it == kv_.end() ? std::string() : it->second;
-      value.append(r.value);
-      store(r.key, std::move(value), fx);
-      return true;
-    }
+    case Op::Append:
+      return append(r.key, r.value, fx, error);
     case Op::MultiGet:
       return multi_get(r.keys, legacy, reply, error);
     case Op::MultiSet:
@@ -143,11 +138,37 @@ bool StoreState::apply(ConnId conn, Dialect dialect, const Request& r, std::stri
       put_i64(reply, static_cast<std::int64_t>(it == queues_.end() ? 0 : it->second.size()));
       return true;
     }
-    case Op::List:
+    case Op::List: {
+      std::size_t bytes = 8;
+      for (const auto& entry : kv_) bytes += 8 + entry.first.size();
+      if (bytes > limits_.max_reply_bytes) {
+        error = fmt::format("LIST's reply would be {} bytes, over the store's limit of {}", bytes,
+                            limits_.max_reply_bytes);
+        return false;
+      }
       put_i64(reply, static_cast<std::int64_t>(kv_.size()));
       for (const auto& entry : kv_) put_bytes(reply, entry.first);
       return true;
+    }
   }
+  return true;
+}
+
+bool StoreState::append(std::string_view key, std::string_view tail, Effects& fx,
+                        std::string& error) {
+  auto it = kv_.find(key);
+  const std::size_t before = it == kv_.end() ? 0 : it->second.size();
+  // Each APPEND is within the value limit; without this, many would grow one value forever.
+  if (tail.size() > limits_.max_value_bytes - std::min(before, limits_.max_value_bytes)) {
+    error = fmt::format(
+        "APPEND to key \"{}\" would make its value {} bytes, over the store's "
+        "limit of {}",
+        printable(key), before + tail.size(), limits_.max_value_bytes);
+    return false;
+  }
+  std::string value = it == kv_.end() ? std::string() : it->second;
+  value.append(tail);
+  store(key, std::move(value), fx);
   return true;
 }
 
@@ -205,7 +226,7 @@ void StoreState::compare_set(const Request& r, std::string& reply, Effects& fx) 
 }
 
 void StoreState::wait(ConnId conn, const std::vector<std::string_view>& keys, std::string& reply) {
-  waits_.erase(conn);  // a new WAIT replaces an earlier one (1.13 behaviour)
+  drop_wait(conn);  // a new WAIT replaces an earlier one (1.13 behaviour)
   if (all_exist(keys)) {
     put_u8(reply, kStopWaiting);
   } else {
@@ -236,7 +257,19 @@ void StoreState::watch_key(ConnId conn, std::string_view key, std::string& reply
 
 bool StoreState::multi_get(const std::vector<std::string_view>& keys, bool legacy,
                            std::string& reply, std::string& error) {
+  // Sized first: naming one large value many times must not build the reply to find out.
+  std::size_t bytes = 0;
+  for (std::string_view k : keys) {
+    auto it = kv_.find(k);
+    bytes += 8 + (it == kv_.end() ? 0 : it->second.size());
+    if (bytes > limits_.max_reply_bytes) {
+      error = fmt::format("MULTI_GET's reply would be over the store's limit of {} bytes",
+                          limits_.max_reply_bytes);
+      return false;
+    }
+  }
   std::string out;
+  out.reserve(bytes);
   for (std::string_view k : keys) {
     auto it = kv_.find(k);
     if (it != kv_.end()) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,8 +31,21 @@ struct Effects {
   std::vector<std::pair<ConnId, std::string>> notifications;
 };
 
+/// What one client may make the state hold or send at once.
+struct StateLimits {
+  /// A value, also after APPENDs (SET's own is checked by the decoder).
+  std::size_t max_value_bytes = SIZE_MAX;
+  /// One reply: a MULTI_GET or LIST naming much must not build gigabytes.
+  std::size_t max_reply_bytes = SIZE_MAX;
+};
+
+/// Keys reported per parked connection by waiting(): enough to name what a stall waits for.
+inline constexpr std::size_t kMaxWaitingKeysReported = 16;
+
 class StoreState {
  public:
+  explicit StoreState(StateLimits limits = {}) : limits_(limits) {}
+
   /// Applies `request` from `conn`, speaking `dialect` (decides GET-of-missing-key), and
   /// appends the reply bytes to `reply`. Returns false when the request must close the
   /// connection (ADD on a non-integer, GET of a missing key on a legacy connection);
@@ -51,8 +65,10 @@ class StoreState {
 
   std::size_t num_keys() const { return kv_.size(); }
   std::size_t num_parked() const { return waits_.size(); }
-  /// Each connection parked in a WAIT with the keys it still waits for (sorted), for the
-  /// launcher's stall report.
+  /// Entries under parked_'s keys, stale ones included (for tests: they stay bounded).
+  std::size_t num_parked_entries() const { return parked_entries_; }
+  /// Each connection parked in a WAIT with keys it still waits for (sorted; at most
+  /// kMaxWaitingKeysReported of them), for the launcher's stall report.
   std::vector<std::pair<ConnId, std::vector<std::string>>> waiting() const;
   /// The value of `key`, for tests and diagnostics.
   std::optional<std::string> value(std::string_view key) const;
@@ -67,7 +83,7 @@ class StoreState {
 
   struct Wait {
     std::uint64_t generation;
-    std::size_t missing;
+    std::size_t missing;  // keys not set yet; also its entries in parked_
   };
   struct Parked {
     ConnId conn;
@@ -96,12 +112,20 @@ class StoreState {
   void notify(std::string_view key, std::uint8_t kind, std::string_view old_value,
               std::string_view new_value, Effects& fx);
   void park(ConnId conn, const std::vector<std::string_view>& keys);
+  // Ends `conn`'s wait without waking it (replaced, cancelled, disconnected); its entries in
+  // parked_ become stale and are swept once they outnumber the live ones.
+  void drop_wait(ConnId conn);
+  void sweep_stale();
+  bool append(std::string_view key, std::string_view tail, Effects& fx, std::string& error);
 
+  StateLimits limits_;
   Map<std::string> kv_;
   Map<std::deque<std::string>> queues_;
   Map<std::vector<Parked>> parked_;
   std::unordered_map<ConnId, Wait> waits_;
   std::uint64_t next_generation_ = 0;
+  std::size_t parked_entries_ = 0;  // in all of parked_'s lists, stale ones included
+  std::size_t live_entries_ = 0;    // the sum of waits_' missing
   Map<std::vector<ConnId>> watchers_;
   std::unordered_map<ConnId, std::vector<std::string>> watched_;
 };

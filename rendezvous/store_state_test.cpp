@@ -47,6 +47,10 @@ struct Harness {
   std::string last_error;
 };
 
+std::string fmt_key(ConnId conn, int k) {
+  return "/fresh/" + std::to_string(conn) + "/" + std::to_string(k);
+}
+
 }  // namespace
 
 TEST_CASE("parse_counter is strtoll-like", "[state]") {
@@ -284,4 +288,78 @@ TEST_CASE("waiting lists each parked connection with the keys it still misses", 
   h.run(4, h.wait({"d"}));
   h.state.disconnect(4);
   CHECK(h.state.waiting().empty());
+}
+
+TEST_CASE("APPEND cannot grow a value past max_value_bytes", "[state]") {
+  Harness h;
+  h.state = StoreState(StateLimits{10, 1000});
+  bool ok = false;
+  h.run(1, h.req(Op::Append, "k", "123456"), &ok);
+  CHECK(ok);
+  h.run(1, h.req(Op::Append, "k", "7890"), &ok);
+  CHECK(ok);  // exactly 10
+  h.run(1, h.req(Op::Append, "k", "x"), &ok);
+  CHECK_FALSE(ok);
+  CHECK(h.last_error.find("over the store's limit of 10") != std::string::npos);
+  CHECK(h.state.value("k") == "1234567890");
+}
+
+TEST_CASE("a MULTI_GET or LIST whose reply would pass max_reply_bytes closes, building nothing",
+          "[state]") {
+  Harness h;
+  h.state = StoreState(StateLimits{1000, 100});
+  h.run(1, h.req(Op::Set, "big", std::string(40, 'v')));
+  Request get = h.req(Op::MultiGet);
+  get.keys = {"big", "big"};  // 2 * (8 + 40) = 96 bytes: fits
+  bool ok = false;
+  CHECK(h.run(1, get, &ok).size() == 96);
+  CHECK(ok);
+  get.keys = {"big", "big", "big"};  // 144 bytes
+  CHECK(h.run(1, get, &ok).empty());
+  CHECK_FALSE(ok);
+  CHECK(h.last_error.find("MULTI_GET") != std::string::npos);
+  for (int i = 0; i < 20; ++i) h.run(1, h.req(Op::Set, "key" + std::to_string(i), "1"));
+  CHECK(h.run(1, h.req(Op::List), &ok).empty());  // 8 + 21 keys * 12+ bytes
+  CHECK_FALSE(ok);
+  CHECK(h.last_error.find("LIST") != std::string::npos);
+}
+
+TEST_CASE("waits replaced or closed leave no unbounded entries behind", "[state]") {
+  Harness h;
+  // Each round: a client waits on 100 keys nobody ever sets, then goes (or re-waits).
+  for (ConnId conn = 10; conn < 1010; ++conn) {
+    std::vector<std::string> names;
+    for (int k = 0; k < 100; ++k) names.push_back(fmt_key(conn, k));
+    std::vector<std::string_view> keys(names.begin(), names.end());
+    h.run(conn, h.wait(keys));
+    if (conn % 2 == 0) {
+      h.state.disconnect(conn);
+    } else {
+      h.run(conn, h.wait({"/never"}));  // a 1.13 client re-waiting after its timeout
+      h.state.disconnect(conn);
+    }
+    // Live entries: none once disconnected; stale ones stay within the sweep's bound.
+    CHECK(h.state.num_parked_entries() <= 1024 + 100);
+  }
+  CHECK(h.state.num_parked() == 0);
+  // A live wait survives sweeps and is still woken.
+  h.run(2, h.wait({"/late"}));
+  for (ConnId conn = 2000; conn < 2100; ++conn) {
+    std::string name = fmt_key(conn, 0);
+    h.run(conn, h.wait({name}));
+    h.state.disconnect(conn);
+  }
+  h.run(1, h.req(Op::Set, "/late", "1"));
+  REQUIRE(h.fx.woken.size() == 1);
+  CHECK(h.fx.woken[0] == 2);
+}
+
+TEST_CASE("waiting reports at most a few keys per connection", "[state]") {
+  Harness h;
+  std::vector<std::string> names;
+  for (int k = 0; k < 1000; ++k) names.push_back(fmt_key(7, k));
+  h.run(7, h.wait(std::vector<std::string_view>(names.begin(), names.end())));
+  auto w = h.state.waiting();
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].second.size() == kMaxWaitingKeysReported);
 }

@@ -26,9 +26,11 @@ void StoreState::wake_all(std::string_view key, Effects& fx) {
   if (it == parked_.end()) return;
   std::vector<Parked> list = std::move(it->second);
   parked_.erase(it);
+  parked_entries_ -= list.size();
   for (const Parked& p : list) {
     auto w = waits_.find(p.conn);
     if (w == waits_.end() || w->second.generation != p.generation) continue;
+    --live_entries_;
     if (--w->second.missing == 0) {
       fx.woken.push_back(p.conn);
       waits_.erase(w);
@@ -43,11 +45,13 @@ void StoreState::wake_one(std::string_view key, Effects& fx) {
   for (std::size_t i = 0; i < list.size(); ++i) {
     auto w = waits_.find(list[i].conn);
     if (w == waits_.end() || w->second.generation != list[i].generation) continue;
+    --live_entries_;
     if (--w->second.missing == 0) {
       fx.woken.push_back(list[i].conn);
       waits_.erase(w);
     }
     list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+    --parked_entries_;
     break;
   }
   if (list.empty()) parked_.erase(it);
@@ -61,22 +65,38 @@ void StoreState::park(ConnId conn, const std::vector<std::string_view>& keys) {
     ++missing;
     auto it = parked_.find(k);
     if (it == parked_.end()) it = parked_.emplace(std::string(k), std::vector<Parked>{}).first;
-    std::vector<Parked>& list = it->second;
-    // Timed-out 1.13 clients re-WAIT without cancelling; drop their stale entries now and
-    // then so a never-set key cannot grow its list without bound.
-    if (list.size() >= 64 && (list.size() & (list.size() - 1)) == 0) {
-      std::erase_if(list, [this](const Parked& p) {
-        auto w = waits_.find(p.conn);
-        return w == waits_.end() || w->second.generation != p.generation;
-      });
-    }
-    list.push_back({conn, generation});
+    it->second.push_back({conn, generation});
   }
+  parked_entries_ += missing;
+  live_entries_ += missing;
   waits_[conn] = Wait{generation, missing};
 }
 
+void StoreState::drop_wait(ConnId conn) {
+  auto w = waits_.find(conn);
+  if (w == waits_.end()) return;
+  live_entries_ -= w->second.missing;
+  waits_.erase(w);
+  // Timed-out 1.13 clients re-WAIT without cancelling, and clients that close while parked
+  // leave entries under keys nobody sets: swept in one pass once they outnumber the live
+  // ones, so memory stays within twice what live waits hold, at constant cost per entry.
+  if (parked_entries_ - live_entries_ > std::max<std::size_t>(1024, live_entries_)) {
+    sweep_stale();
+  }
+}
+
+void StoreState::sweep_stale() {
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    parked_entries_ -= std::erase_if(it->second, [this](const Parked& p) {
+      auto w = waits_.find(p.conn);
+      return w == waits_.end() || w->second.generation != p.generation;
+    });
+    it = it->second.empty() ? parked_.erase(it) : std::next(it);
+  }
+}
+
 void StoreState::disconnect(ConnId conn) {
-  waits_.erase(conn);
+  drop_wait(conn);
   auto it = watched_.find(conn);
   if (it == watched_.end()) return;
   for (const std::string& key : it->second) {
@@ -103,10 +123,17 @@ std::vector<ConnId> StoreState::clear(std::string_view keep_prefix) {
   }
   std::sort(parked.begin(), parked.end());
   parked.erase(std::unique(parked.begin(), parked.end()), parked.end());
-  for (ConnId conn : parked) waits_.erase(conn);
+  for (ConnId conn : parked) {
+    auto w = waits_.find(conn);
+    live_entries_ -= w->second.missing;
+    waits_.erase(w);
+  }
   std::erase_if(kv_, [&](const auto& entry) { return !kept(entry.first); });
   std::erase_if(queues_, [&](const auto& entry) { return !kept(entry.first); });
   std::erase_if(parked_, [&](const auto& entry) { return !kept(entry.first); });
+  sweep_stale();  // also recounts what stays
+  parked_entries_ = 0;
+  for (const auto& entry : parked_) parked_entries_ += entry.second.size();
   return parked;
 }
 
@@ -115,9 +142,12 @@ std::vector<std::pair<ConnId, std::vector<std::string>>> StoreState::waiting() c
   for (const auto& [key, list] : parked_) {
     for (const Parked& p : list) {
       auto w = waits_.find(p.conn);
-      // Stale entries (a satisfied key of a wait that still misses others) are skipped.
-      if (w == waits_.end() || w->second.generation != p.generation || exists(key)) continue;
-      by_conn[p.conn].push_back(key);
+      // Stale entries (of waits replaced or gone) are skipped. A set key's entries went with
+      // it (wake_all), so what is left is missing, and no lookup of the key is needed.
+      if (w == waits_.end() || w->second.generation != p.generation) continue;
+      // A few keys name what a stall waits for; copying 100,000 each second would stall it.
+      std::vector<std::string>& keys = by_conn[p.conn];
+      if (keys.size() < kMaxWaitingKeysReported) keys.push_back(key);
     }
   }
   std::vector<std::pair<ConnId, std::vector<std::string>>> out;
