@@ -51,6 +51,35 @@ std::string upper(std::string_view text) {
   return out;
 }
 
+std::size_t utf8_sequence_length(std::string_view text) {
+  if (text.empty()) return 0;
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(0);
+  if (lead < 0x80) return 1;
+  // Unicode's table of well-formed sequences (3-7): no overlong forms, no surrogates
+  // (ED A0..BF), nothing past U+10FFFF (F4 90.., F5..FF), which JSON readers refuse.
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xbf;  // the second byte's range
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    if (lead == 0xe0) low = 0xa0;
+    if (lead == 0xed) high = 0x9f;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    if (lead == 0xf0) low = 0x90;
+    if (lead == 0xf4) high = 0x8f;
+  } else {
+    return 0;
+  }
+  if (text.size() < length || byte(1) < low || byte(1) > high) return 0;
+  for (std::size_t k = 2; k < length; ++k) {
+    if (byte(k) < 0x80 || byte(k) > 0xbf) return 0;
+  }
+  return length;
+}
+
 std::string json_quote(std::string_view text) {
   std::string out = "\"";
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -80,17 +109,10 @@ std::string json_quote(std::string_view text) {
       out.push_back(static_cast<char>(c));
     } else {
       // Copy a well-formed UTF-8 sequence; escape a stray byte as U+FFFD.
-      int extra = (c >= 0xf0 && c <= 0xf4)   ? 3
-                  : (c >= 0xe0)              ? 2
-                  : (c >= 0xc2 && c <= 0xdf) ? 1
-                                             : -1;
-      bool ok = extra > 0 && i + extra < text.size();
-      for (int k = 1; ok && k <= extra; ++k) {
-        ok = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
-      }
-      if (ok) {
-        out.append(text.substr(i, extra + 1));
-        i += extra;
+      const std::size_t length = utf8_sequence_length(text.substr(i));
+      if (length > 0) {
+        out.append(text.substr(i, length));
+        i += length - 1;
       } else {
         out += "\\ufffd";
       }

@@ -23,6 +23,10 @@ std::string upper(std::string_view text);
 /// bytes so that arbitrary worker output can be embedded.
 std::string json_quote(std::string_view text);
 
+/// The length of the well-formed UTF-8 sequence `text` starts with (1 for ASCII); 0 when it
+/// does not start with one (a stray, overlong, surrogate or out-of-range byte sequence).
+std::size_t utf8_sequence_length(std::string_view text);
+
 /// ISO 8601 UTC with milliseconds, e.g. 2026-11-21T23:05:01.123Z.
 std::string iso_time(std::chrono::system_clock::time_point time);
 

@@ -31,6 +31,16 @@ TEST_CASE("JSON strings survive control characters and broken UTF-8", "[text]") 
   CHECK(json_quote("héllo") == "\"héllo\"");
   CHECK(json_quote("\xff") == "\"\\ufffd\"");
   CHECK(json_quote("\xc3") == "\"\\ufffd\"");  // truncated sequence at the end
+  // Ill-formed sequences JSON readers refuse, each byte of them U+FFFD.
+  CHECK(json_quote("\xe0\x80\x80") == "\"\\ufffd\\ufffd\\ufffd\"");             // overlong NUL
+  CHECK(json_quote("\xed\xa0\x80") == "\"\\ufffd\\ufffd\\ufffd\"");             // a surrogate
+  CHECK(json_quote("\xf4\x90\x80\x80") == "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");  // past U+10FFFF
+  CHECK(json_quote("\xf5\x80\x80") == "\"\\ufffd\\ufffd\\ufffd\"");
+  CHECK(json_quote("\xc0\xaf") == "\"\\ufffd\\ufffd\"");
+  // Well-formed edges stay as they are.
+  CHECK(json_quote("\xed\x9f\xbf") == "\"\xed\x9f\xbf\"");          // U+D7FF
+  CHECK(json_quote("\xf4\x8f\xbf\xbf") == "\"\xf4\x8f\xbf\xbf\"");  // U+10FFFF
+  CHECK(json_quote("\xf0\x9f\x98\x80") == "\"\xf0\x9f\x98\x80\"");  // an emoji
 }
 
 TEST_CASE("iso_time: UTC with milliseconds", "[text]") {

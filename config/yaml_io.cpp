@@ -60,7 +60,8 @@ std::string read_text_file(const std::string& path) {
       throw UsageError(fmt::format("cannot open config file {}: {}", path, std::strerror(ENOENT)),
                        "check the path, or create the file with 'xlaunch config'");
     case RegularFile::Status::NotRegular:
-      throw UsageError(fmt::format("cannot read config file {}: it is {}", path, file.kind),
+      // read_bounded_stream refuses folders only.
+      throw UsageError(fmt::format("cannot read config file {}: it is a directory", path),
                        "give the YAML file itself, not its folder");
     case RegularFile::Status::TooLarge:
       throw UsageError(
@@ -104,8 +105,9 @@ std::string to_yaml(const Settings& settings) {
 std::string config_write_target(const std::string& path) {
   namespace fs = std::filesystem;
   if (path.empty()) {
-    throw UsageError("the config file's path is empty", "give a file name, e.g. --config_file "
-                                                        "~/.config/xlaunch/default_config.yaml");
+    throw UsageError("the config file's path is empty",
+                     "give a file name, e.g. --config_file "
+                     "~/.config/xlaunch/default_config.yaml");
   }
   fs::path target(path);
   // 40 links, as the kernel's own limit for one path.
@@ -119,8 +121,9 @@ std::string config_write_target(const std::string& path) {
       continue;
     }
     if (fs::is_directory(status) || !target.has_filename()) {
-      throw UsageError(fmt::format("cannot write config file {}: it is a directory", path),
-                       "give a file name, e.g. " + (fs::path(path) / "default_config.yaml").string());
+      throw UsageError(
+          fmt::format("cannot write config file {}: it is a directory", path),
+          "give a file name, e.g. " + (fs::path(path) / "default_config.yaml").string());
     }
     return target.string();
   }

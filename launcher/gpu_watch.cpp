@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "config/regular_file.hpp"
 #include "config/text.hpp"
 #include "gpu/gpu_summary.hpp"
 #include "launcher/console.hpp"
@@ -62,8 +63,18 @@ GpuWatch::~GpuWatch() {
 void GpuWatch::finish(RunFiles& files) {
   sampler_->stop();
   close_fd(csv_fd_);
-  const auto text = read_file(csv_path_);
-  if (!text) return;
+  // The run folder is the workers' to write in: gpu.csv may have become a FIFO or a link to
+  // /dev/zero, so it is read only as a regular file, and within a cap (a week of 8 GPUs).
+  constexpr std::size_t kMaxCsvBytes = 256u << 20;
+  config::RegularFile file = config::read_regular_file(csv_path_, kMaxCsvBytes);
+  if (file.status != config::RegularFile::Status::Ok) {
+    if (file.status != config::RegularFile::Status::Missing) {
+      say("xlaunch: note: {} was not summarized: it is not a regular file of at most {} MiB\n",
+          csv_path_, kMaxCsvBytes >> 20);
+    }
+    return;
+  }
+  const std::optional<std::string> text = std::move(file.text);
   const std::string report =
       gpu::format_gpu_use(gpu::summarize_gpu_use(gpu::parse_gpu_csv(*text), gpus_, gpu_of_rank_));
   say("{}", report);

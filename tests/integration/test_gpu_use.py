@@ -202,3 +202,28 @@ def test_the_driver_s_library_is_looked_for_only_where_a_driver_runs(xlaunch_bin
                            capture_output=True, text=True, timeout=60)
     assert faked.returncode == 0, faked.stderr
     assert f"calling init: {fake_nvml}" in faked.stderr, faked.stderr
+
+
+@pytest.mark.parametrize("swap", ["fifo", "dev-zero"])
+def test_a_rank_that_swaps_the_series_for_a_fifo_or_dev_zero_cannot_hang_the_launcher(
+        xlaunch_bin, fake_nvml, tmp_path, swap):
+    # The series is read back at the end from the run folder, which ranks write in: a FIFO
+    # there blocked the launcher forever (with its stop signals held), /dev/zero ate memory.
+    procs = tmp_path / "procs"
+    procs.mkdir()
+    script = tmp_path / "nvml-script"
+    write_script(script, [97, 20], procs)
+    worker = tmp_path / "swap.py"
+    worker.write_text(
+        "import os, sys\n"
+        "path = os.path.join(os.environ['XLAUNCH_LOG_DIR'], 'gpu.csv')\n"
+        "os.unlink(path)\n"
+        "os.mkfifo(path) if sys.argv[1] == 'fifo' else os.symlink('/dev/zero', path)\n")
+    r = subprocess.run(
+        [xlaunch_bin, "launch", "--python", sys.executable, "--num_processes", "1",
+         "--log_dir", str(tmp_path / "logs"), str(worker), swap],
+        env=merged_env(fake_env(fake_nvml, script)), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "gpu.csv was not summarized: it is not a regular file of at most 256 MiB" in r.stderr, \
+        r.stderr
+    assert "the worker finished successfully" in r.stderr

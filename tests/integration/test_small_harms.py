@@ -1,5 +1,6 @@
 """Small ways a launch or a report went wrong on input it should handle (issue 19, item 11):
 each says what happened instead of failing or misleading."""
+import json
 import os
 import shutil
 import subprocess
@@ -72,3 +73,24 @@ def test_paths_given_to_workers_are_absolute_when_log_dir_and_tmpdir_are_not(xla
         assert len(paths) == 3, r.stdout
         for key, path in paths.items():
             assert path.startswith(str(tmp_path)) or path == "/unset", (args, key, path)
+
+
+def test_ill_formed_utf8_from_a_failing_rank_keeps_the_summary_valid_json(xlaunch_bin, tmp_path):
+    # A surrogate, an overlong form and a code point past U+10FFFF, then random bytes: JSON
+    # readers refused the summary, and no report.html was written.
+    worker = tmp_path / "w.py"
+    worker.write_text(
+        "import os, sys\n"
+        "os.write(2, b'bad \\xed\\xa0\\x80 \\xe0\\x80\\x80 \\xf4\\x90\\x80\\x80 \\xf5\\xff\\n')\n"
+        "os.write(2, os.urandom(4000))\n"
+        "sys.exit(3)\n")
+    logs = tmp_path / "logs"
+    r = launch(xlaunch_bin, ["--num_processes", "1", "--log_dir", str(logs), str(worker)],
+               raw=True)
+    assert r.returncode == 3, r.stderr
+    (run,) = logs.iterdir()
+    summary = json.loads((run / "summary.json").read_bytes().decode("utf-8"))
+    assert summary["exit_code"] == 3, summary
+    assert summary["root_cause"]["stderr_tail"], summary  # kept, as valid text
+    assert (run / "report.html").exists()
+    assert b"could not write report.html" not in r.stderr, r.stderr
