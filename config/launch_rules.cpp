@@ -27,6 +27,13 @@ std::string from(const Resolved& r, const char* key) {
   return "the defaults";
 }
 
+// "--rdzv_endpoint", or the variable that set it ("PET_RDZV_ENDPOINT").
+std::string setting_name(const Resolved& r, const char* key) {
+  if (const auto it = r.variables.find(key); it != r.variables.end()) return it->second;
+  if (origin_of(r, key) == Origin::File) return std::string("config key ") + key;
+  return std::string("--") + key;
+}
+
 void apply_endpoint(Resolved& r, const IsLocalHost& is_local) {
   Settings& s = r.settings;
   if (!s.rdzv_endpoint) return;
@@ -35,6 +42,7 @@ void apply_endpoint(Resolved& r, const IsLocalHost& is_local) {
   s.main_process_ip = endpoint->host;
   s.main_process_port = endpoint->port;
   r.origins["main_process_ip"] = r.origins["main_process_port"] = origin_of(r, "rdzv_endpoint");
+  check_endpoint_port(s, s.num_machines.value_or(1), setting_name(r, "rdzv_endpoint"));
   // etcd's endpoint (port 2379 by default): no launcher hosts it, ranks come from the join.
   if (s.rdzv_backend && s.rdzv_backend->starts_with("etcd")) {
     if (!endpoint->port_given) s.main_process_port = 2379;
@@ -78,6 +86,21 @@ void apply_endpoint(Resolved& r, const IsLocalHost& is_local) {
 }
 
 }  // namespace
+
+void check_endpoint_port(const Settings& s, int machines, const std::string& name) {
+  if (machines <= 1 || !s.rdzv_endpoint) return;
+  const auto endpoint = parse_endpoint(*s.rdzv_endpoint);
+  if (!endpoint || !endpoint->port_given || endpoint->port != 0) return;
+  throw UsageError(
+      fmt::format("{} {}: port 0 is a free port chosen by the machine that hosts the store, "
+                  "which the other machines of a {}-machine job cannot know",
+                  name, *s.rdzv_endpoint, machines),
+      fmt::format("give the same fixed port to every machine, e.g. {} {}:29400 (or no port for "
+                  "torchrun's 29400); port 0 suits one machine (--nnodes 1, or --standalone)",
+                  name,
+                  endpoint->host.find(':') == std::string::npos ? endpoint->host
+                                                                : "[" + endpoint->host + "]"));
+}
 
 void apply_launch_rules(Resolved& r, const IsLocalHost& is_local) {
   Settings& s = r.settings;

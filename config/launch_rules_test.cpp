@@ -131,6 +131,38 @@ TEST_CASE("a one-machine job with an endpoint listens where its workers dial", "
   CHECK(error_of(far).find("a one-machine job hosts its own store") != std::string::npos);
 }
 
+TEST_CASE("endpoint port 0: a free port for one machine, refused for several", "[rules]") {
+  Resolved one;  // torchrun's documented single-node command
+  one.settings.rdzv_endpoint = "localhost:0";
+  one.settings.num_machines = one.settings.min_machines = one.settings.max_machines = 1;
+  apply_launch_rules(one, always_local);
+  CHECK(one.settings.main_process_port == 0);
+  CHECK(one.settings.machine_rank == 0);
+  CHECK(one.settings.bind_addr == "localhost");
+
+  Resolved two;
+  two.settings.rdzv_endpoint = "localhost:0";
+  two.settings.num_machines = 2;
+  two.origins["rdzv_endpoint"] = Origin::Flag;
+  const std::string error = error_of(two, always_local);
+  CHECK(error.find("--rdzv_endpoint localhost:0: port 0") == 0);
+  CHECK(error.find("2-machine job cannot know") != std::string::npos);
+
+  Resolved elastic;  // plans for MAX machines
+  elastic.settings.rdzv_endpoint = "[::1]:0";
+  elastic.settings.min_machines = 1;
+  elastic.settings.num_machines = elastic.settings.max_machines = 4;
+  elastic.origins["rdzv_endpoint"] = Origin::Environment;
+  elastic.variables["rdzv_endpoint"] = "PET_RDZV_ENDPOINT";
+  try {
+    apply_launch_rules(elastic, always_local);
+    FAIL("no UsageError");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("PET_RDZV_ENDPOINT [::1]:0: port 0") == 0);
+    CHECK(e.hint().find("PET_RDZV_ENDPOINT [::1]:29400") != std::string::npos);
+  }
+}
+
 TEST_CASE("loopback and this machine's name are local - a far address is not", "[rules]") {
   CHECK(is_local_host("localhost"));
   CHECK(is_local_host("127.0.0.1"));

@@ -215,7 +215,8 @@ void add_own_keys(std::vector<KeySpec>& keys) {
 // torchrun's own settings (flags --rdzv_endpoint, --role, ...; PET_* variables).
 void add_torchrun_keys(std::vector<KeySpec>& keys) {
   keys.push_back(text_key("rdzv_endpoint", &Settings::rdzv_endpoint, ValueKind::Text,
-                          "host, host:port, [ipv6] or [ipv6]:port (port 1..65535)",
+                          "host, host:port, [ipv6] or [ipv6]:port (port 0..65535; 0: a free "
+                          "port, one machine only)",
                           "where the store is: its host hosts it (default port 29400)",
                           [](std::string_view t) -> std::optional<std::string> {
                             if (!parse_endpoint(t)) return std::nullopt;

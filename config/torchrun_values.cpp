@@ -97,7 +97,8 @@ std::optional<Endpoint> parse_endpoint(std::string_view text) {
   }
   if (out.port_given) {
     const auto port = parse_integer(port_text);
-    if (!port || *port < 1 || *port > 65535) return std::nullopt;
+    // 0 is torchrun's "a free port" (its --standalone is --rdzv_endpoint localhost:0).
+    if (!port || *port < 0 || *port > 65535) return std::nullopt;
     out.port = static_cast<int>(*port);
   }
   return out;

@@ -39,7 +39,7 @@ struct Endpoint {
 };
 
 /// "host", "host:port", "[v6]" or "[v6]:port"; nullopt when malformed or the port is not
-/// 1..65535.
+/// 0..65535 (0: a free port, which only a one-machine job can use; launch_rules checks that).
 std::optional<Endpoint> parse_endpoint(std::string_view text);
 
 /// --rdzv_conf: comma-separated key=value pairs. Known keys: join_timeout and timeout (into

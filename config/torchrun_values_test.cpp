@@ -90,7 +90,10 @@ TEST_CASE("flag rdzv_endpoint: host and host:port and v6:port - port 29400 by de
   e = parse_endpoint("fe80::1");
   REQUIRE(e);
   CHECK((e->host == "fe80::1" && e->port == 29400));
-  for (const char* bad : {"", ":29400", "h:0", "h:70000", "h:x", "[::1", "[::1]x", "a b:1"}) {
+  e = parse_endpoint("localhost:0");  // torchrun's --standalone: a free port
+  REQUIRE(e);
+  CHECK((e->host == "localhost" && e->port == 0 && e->port_given));
+  for (const char* bad : {"", ":29400", "h:-1", "h:70000", "h:x", "[::1", "[::1]x", "a b:1"}) {
     INFO(bad);
     CHECK_FALSE(parse_endpoint(bad));
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "config/launch_rules.hpp"
 #include "config/usage_error.hpp"
 #include "gpu/devices.hpp"
 #include "job/python_ranks.hpp"
@@ -46,6 +47,8 @@ void plan_join(Job& job) {
 // Store address checks and defaults that only matter with several machines.
 void check_machines(LaunchPlan& plan, const config::Settings& s) {
   if (plan.num_machines == 1) return;
+  // The count may be the cluster manager's, unknown when the endpoint was first checked.
+  config::check_endpoint_port(s, plan.num_machines, "--rdzv_endpoint");
   if (plan.master_port == 0) plan.master_port = 29500;  // the others must know it; torchrun's
   if (plan.machine_rank > 0 && (!s.main_process_ip || s.main_process_ip->empty())) {
     throw UsageError(fmt::format("machine {} of a {}-machine job needs machine 0's address",

@@ -77,6 +77,8 @@ CORPUS = [
       "PET_MASTER_ADDR": "10.3.3.4", "PET_MAX_RESTARTS": "2", "PET_RDZV_ID": "pj-1"}),
     ([], {"PET_RDZV_BACKEND": "c10d", "PET_RDZV_ENDPOINT": "127.0.0.1:29613", "PET_NNODES": "2",
           "PET_RDZV_CONF": "join_timeout=60"}),
+    # run.py's docstring, single node: port 0 is a free one (what --standalone means).
+    (["--rdzv_backend=c10d", "--rdzv_endpoint=localhost:0", "--nnodes=1"], {}),
 ]
 
 
@@ -237,3 +239,25 @@ def test_help_shows_types_and_program(xlaunch_bin):
     assert "{true}" not in r.stdout
     assert "--max_restarts INT" in r.stdout
     assert "--term_timeout FLOAT" in r.stdout
+
+
+@pytest.mark.parametrize("args,env", [
+    # torch/distributed/run.py's docstring: the single-node command (what --standalone means).
+    (["--rdzv_backend=c10d", "--rdzv_endpoint=localhost:0", "--nnodes=1"], {}),
+    (["--rdzv_endpoint", "localhost:0", "--nnodes", "1:1"], {}),
+    ([], {"PET_RDZV_ENDPOINT": "localhost:0", "PET_RDZV_BACKEND": "c10d"}),
+])
+def test_rdzv_endpoint_port_0_on_one_machine_takes_a_free_port(xlaunch_bin, tmp_path, args,
+                                                               env):
+    (tmp_path / "show.sh").write_text(
+        "#!/bin/sh\necho \"MA=$MASTER_ADDR MP=$MASTER_PORT WS=$WORLD_SIZE\" "
+        "> \"$OUT/$RANK\"\n")
+    (tmp_path / "show.sh").chmod(0o755)
+    r = subprocess.run([xlaunch_bin, "launch", *args, "--nproc_per_node=2", "--no_python",
+                        str(tmp_path / "show.sh")], capture_output=True, text=True,
+                       env=isolated_env(tmp_path, OUT=str(tmp_path), **env), timeout=60)
+    assert r.returncode == 0, r.stderr
+    seen = {(tmp_path / str(rank)).read_text().split()[i] for rank in (0, 1) for i in (0, 1)}
+    ports = [int(item[3:]) for item in seen if item.startswith("MP=")]
+    assert len(ports) == 1 and ports[0] > 0, seen  # one real port, the same for both ranks
+    assert "MA=localhost" in seen
