@@ -33,6 +33,9 @@ int dispatch(int argc, char** argv) {
                "xlaunch"};
   app.require_subcommand(1);
   app.set_version_flag("--version", XLAUNCH_VERSION);
+  // A flag given twice takes its last value, as argparse does in torchrun and accelerate
+  // (wrappers run "$COMMON --nproc_per_node 8"). Set before any subcommand: they inherit it.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   // Building a subcommand's options is most of xlaunch's start-up (CLI11 checks each new
   // name against every one before it: ~8 ms for all of them), so only the subcommand named

@@ -79,6 +79,9 @@ CORPUS = [
           "PET_RDZV_CONF": "join_timeout=60"}),
     # run.py's docstring, single node: port 0 is a free one (what --standalone means).
     (["--rdzv_backend=c10d", "--rdzv_endpoint=localhost:0", "--nnodes=1"], {}),
+    # argparse: a flag given twice takes its last value.
+    (["--nproc_per_node", "2", "--nproc_per_node", "3", "--max_restarts=1", "--max_restarts=2"],
+     {}),
 ]
 
 
@@ -239,6 +242,38 @@ def test_help_shows_types_and_program(xlaunch_bin):
     assert "{true}" not in r.stdout
     assert "--max_restarts INT" in r.stdout
     assert "--term_timeout FLOAT" in r.stdout
+
+
+def test_a_flag_given_twice_takes_its_last_value_as_argparse_does(xlaunch_bin, tmp_path):
+    # Wrapper scripts: "$COMMON --nproc_per_node 8" overrides the value inside $COMMON.
+    got, r = dry_run(xlaunch_bin, tmp_path, ["--nproc_per_node", "2", "--nproc_per_node", "3",
+                                             "--max-restarts", "1", "--max_restarts", "4"])
+    assert got["plan.processes_per_machine"] == "3"
+    assert got["plan.max_restarts"] == "4"
+    assert "At Most" not in r.stderr
+    # Two spellings of one flag are one flag: the last wins too.
+    got, _ = dry_run(xlaunch_bin, tmp_path, ["--nnodes", "1", "--num_machines", "2",
+                                             "--node_rank", "1", "--master_addr", "h"])
+    assert got["plan.machines"] == "2"
+    got, _ = dry_run(xlaunch_bin, tmp_path, ["--num_machines", "2", "--nnodes", "1"])
+    assert got["plan.machines"] == "1"
+    # accelerate's own flags as well (they reach the workers, not --dry_run's output).
+    r = subprocess.run([xlaunch_bin, "launch", "--dynamo_backend", "eager", "--dynamo-backend",
+                        "inductor", "--no_python", "/bin/sh", "-c", "env | grep DYNAMO_BACKEND"],
+                       capture_output=True, text=True, env=isolated_env(tmp_path), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "ACCELERATE_DYNAMO_BACKEND=INDUCTOR" in r.stdout
+
+
+def test_repeated_flags_in_config_default_take_the_last(xlaunch_bin, tmp_path):
+    target = tmp_path / "c.yaml"
+    r = subprocess.run([xlaunch_bin, "config", "default", "--config_file", str(tmp_path / "x"),
+                        "--config_file", str(target), "--mixed_precision", "fp16",
+                        "--mixed_precision", "bf16"], capture_output=True, text=True,
+                       env=isolated_env(tmp_path), timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "mixed_precision: bf16" in target.read_text()
+    assert not (tmp_path / "x").exists()
 
 
 @pytest.mark.parametrize("args,env", [
