@@ -7,6 +7,7 @@
 #include "cluster/slurm.hpp"
 #include "config/text.hpp"
 #include "config/usage_error.hpp"
+#include "config/validate.hpp"
 
 namespace xlaunch::cluster {
 
@@ -16,6 +17,65 @@ std::optional<int> int_var(const Environment& env, const char* name, ClusterDete
   int n = 0;
   if (!config::parse_int(*value, n) || n < 0) {
     found.notes.push_back(fmt::format("{}='{}' is not a number; ignored", name, *value));
+    return std::nullopt;
+  }
+  return n;
+}
+
+namespace {
+
+// The first problem is the one reported; the hint says where such variables come from.
+void refuse(ClusterDetection& found, std::string why) {
+  if (found.refusal) return;
+  found.refusal = std::move(why);
+  found.hint =
+      "the cluster manager sets these for each launcher it starts; if they were set by hand or "
+      "inherited, fix them or unset them (flags such as --num_machines do not replace them)";
+}
+
+}  // namespace
+
+std::optional<int> machines_var(const Environment& env, const char* name, ClusterDetection& found) {
+  auto value = launcher::lookup(env, name);
+  if (!value) return std::nullopt;
+  int n = 0;
+  if (!config::parse_int(*value, n) || n < 1 || n > kMaxMachines) {
+    refuse(found, fmt::format("environment variable {}='{}' is not a machine count (1..{})", name,
+                              config::printable(*value), kMaxMachines));
+    return std::nullopt;
+  }
+  return n;
+}
+
+std::optional<int> rank_var(const Environment& env, const char* name, int machines,
+                            const char* machines_name, ClusterDetection& found) {
+  auto value = launcher::lookup(env, name);
+  if (!value) {
+    if (machines == 1) return 0;
+    refuse(found, fmt::format("environment variable {}={} makes this a {}-machine job, but {} "
+                              "(this machine's rank) is not set",
+                              machines_name, machines, machines, name));
+    return std::nullopt;
+  }
+  int n = 0;
+  if (!config::parse_int(*value, n) || n < 0 || n >= machines) {
+    refuse(found,
+           fmt::format("environment variable {}='{}' is not a machine rank of the {}-machine "
+                       "job ({}={}): allowed 0..{}",
+                       name, config::printable(*value), machines, machines_name, machines,
+                       machines - 1));
+    return std::nullopt;
+  }
+  return n;
+}
+
+std::optional<int> port_var(const Environment& env, const char* name, ClusterDetection& found) {
+  auto value = launcher::lookup(env, name);
+  if (!value) return std::nullopt;
+  int n = 0;
+  if (!config::parse_int(*value, n) || n < 0 || n > 65535) {
+    refuse(found, fmt::format("environment variable {}='{}' is not a TCP port (0..65535)", name,
+                              config::printable(*value)));
     return std::nullopt;
   }
   return n;

@@ -13,6 +13,9 @@ namespace xlaunch::cluster {
 
 using launcher::Environment;
 
+/// The most machines a manager's variables may name (as --num_machines allows).
+inline constexpr int kMaxMachines = 1 << 16;
+
 struct ClusterDetection {
   std::string scheduler;  ///< "SLURM", "Open MPI", "PMI", "PyTorchJob"; empty: none found
   /// num_machines, machine_rank and, when known, main_process_ip (and port, nproc_per_node).
@@ -40,5 +43,20 @@ std::string describe(const ClusterDetection& found);
 
 /// For the detectors: the variable as a number >= 0; a note when it is set but not one.
 std::optional<int> int_var(const Environment& env, const char* name, ClusterDetection& found);
+
+// The variables that say which job this is must be right: a launcher that drops a bad one
+// would run a job of its own (a 1-machine job, or machine 0 twice), so each of these makes
+// a bad value the detection's refusal (exit 2), naming the variable and its value.
+
+/// The manager's machine count (an integer >= 1); nullopt when unset or refused.
+std::optional<int> machines_var(const Environment& env, const char* name, ClusterDetection& found);
+
+/// This machine's rank, 0 .. machines-1, where `machines` came from `machines_name`. Unset is
+/// rank 0 for a 1-machine job and a refusal for more.
+std::optional<int> rank_var(const Environment& env, const char* name, int machines,
+                            const char* machines_name, ClusterDetection& found);
+
+/// machine 0's store port (0..65535, 0: xlaunch's default); nullopt when unset or refused.
+std::optional<int> port_var(const Environment& env, const char* name, ClusterDetection& found);
 
 }  // namespace xlaunch::cluster

@@ -11,19 +11,21 @@ namespace {
 // Several launchers on one host work (their ranks differ), but each uses every visible GPU
 // of the host: worth a warning, with the option that places one per host.
 std::optional<ClusterDetection> detect_mpi(const Environment& env, const char* name,
-                                           const char* size_var, const char* rank_var,
+                                           const char* size_name, const char* rank_name,
                                            const char* local_size_var, const char* one_per_host) {
+  if (!lookup(env, size_name)) return std::nullopt;
   ClusterDetection found;
-  auto size = int_var(env, size_var, found);
-  auto rank = int_var(env, rank_var, found);
-  if (!size || !rank) return std::nullopt;
   found.scheduler = name;
+  const auto size = machines_var(env, size_name, found);
+  if (!size) return found;  // refused
+  const auto rank = rank_var(env, rank_name, *size, size_name, found);
+  if (!rank) return found;
   found.settings.num_machines = *size;
   found.settings.machine_rank = *rank;
   if (auto addr = lookup(env, "MASTER_ADDR"); addr && !addr->empty()) {
     found.settings.main_process_ip = *addr;
   }
-  if (auto port = int_var(env, "MASTER_PORT", found)) found.settings.main_process_port = *port;
+  if (auto port = port_var(env, "MASTER_PORT", found)) found.settings.main_process_port = *port;
   if (auto local = int_var(env, local_size_var, found); local && *local > 1) {
     found.notes.push_back(fmt::format(
         "{} launchers on this host ({}={}): each uses all of its GPUs; use {} for one per host",

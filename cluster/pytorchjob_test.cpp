@@ -37,14 +37,42 @@ TEST_CASE("PyTorchJob falls back to MASTER_ADDR, MASTER_PORT and RANK", "[pytorc
   CHECK_FALSE(found->settings.nproc_per_node);
 }
 
-TEST_CASE("no PET_NNODES, no PyTorchJob; odd values are notes", "[pytorchjob]") {
+TEST_CASE("no PET_NNODES, no PyTorchJob; an elastic range is an elastic job", "[pytorchjob]") {
   CHECK_FALSE(detect_pytorchjob({{"MASTER_ADDR", "a"}, {"RANK", "1"}, {"WORLD_SIZE", "2"}}));
-  std::optional<ClusterDetection> elastic = detect_pytorchjob({{"PET_NNODES", "1:3"}});
+  // As --nnodes 1:3 (the PET_NNODES variable says the same to the settings).
+  std::optional<ClusterDetection> elastic =
+      detect_pytorchjob({{"PET_NNODES", "1:3"}, {"RANK", "1"}, {"MASTER_ADDR", "m"}});
   REQUIRE(elastic);
-  CHECK_FALSE(elastic->settings.num_machines);
-  REQUIRE(elastic->notes.size() == 1);
-  CHECK(elastic->notes[0].find("elastic") != std::string::npos);
-  std::optional<ClusterDetection> junk = detect_pytorchjob({{"PET_NNODES", "x"}});
-  REQUIRE(junk);
-  CHECK(junk->notes.at(0).find("not a number") != std::string::npos);
+  CHECK_FALSE(elastic->refusal);
+  CHECK(elastic->notes.empty());
+  CHECK(elastic->settings.min_machines == 1);
+  CHECK(elastic->settings.max_machines == 3);
+  CHECK(elastic->settings.num_machines == 3);
+  CHECK(elastic->settings.machine_rank == 1);
+  // No rank: torchrun's default, 0 (a --node_rank flag may give it).
+  std::optional<ClusterDetection> unranked = detect_pytorchjob({{"PET_NNODES", "2"}});
+  REQUIRE(unranked);
+  CHECK_FALSE(unranked->refusal);
+  CHECK_FALSE(unranked->settings.machine_rank);
+}
+
+// Two pods that both ran as machine 0 would each wait for a machine 1 that never comes.
+TEST_CASE("a bad PET_NNODES, rank or port is refused, naming the variable", "[pytorchjob]") {
+  const std::pair<Environment, const char*> cases[] = {
+      {{{"PET_NNODES", "2"}, {"RANK", "x"}},
+       "environment variable RANK='x' is not a machine rank of the 2-machine job "
+       "(PET_NNODES=2): allowed 0..1"},
+      {{{"PET_NNODES", "2"}, {"RANK", "5"}}, "RANK='5' is not a machine rank"},
+      {{{"PET_NNODES", "1:4"}, {"RANK", "4"}}, "RANK='4' is not a machine rank of the 4-machine"},
+      {{{"PET_NNODES", "x"}}, "PET_NNODES='x' is not a machine count N or range MIN:MAX"},
+      {{{"PET_NNODES", "2"}, {"RANK", "1"}, {"MASTER_PORT", "abc"}},
+       "MASTER_PORT='abc' is not a TCP port"},
+  };
+  for (const auto& [env, says] : cases) {
+    INFO(says);
+    std::optional<ClusterDetection> found = detect_pytorchjob(env);
+    REQUIRE(found);
+    REQUIRE(found->refusal);
+    CHECK(found->refusal->find(says) != std::string::npos);
+  }
 }

@@ -25,14 +25,6 @@ std::optional<std::string> first_of(const Environment& env,
   return std::nullopt;
 }
 
-std::optional<int> first_int(const Environment& env, std::initializer_list<const char*> names,
-                             ClusterDetection& found) {
-  for (const char* name : names) {
-    if (lookup(env, name)) return int_var(env, name, found);
-  }
-  return std::nullopt;
-}
-
 // Why this step has more than one launcher on a node (this one, or some node when the
 // per-node counts are missing); nullopt when it has one per node or does not say.
 std::optional<std::string> crowded_node(const Environment& env, int node, int nodes,
@@ -88,10 +80,14 @@ std::vector<int> expand_tasks_per_node(std::string_view text) {
 std::optional<ClusterDetection> detect_slurm(const Environment& env) {
   if (!lookup(env, "SLURM_STEP_ID") && !lookup(env, "SLURM_STEPID")) return std::nullopt;
   ClusterDetection found;
-  auto nodes = first_int(env, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES"}, found);
-  auto node = int_var(env, "SLURM_NODEID", found);
-  if (!nodes || !node) return std::nullopt;
   found.scheduler = "SLURM";
+  const char* nodes_name = "SLURM_NNODES";
+  first_of(env, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES"}, nodes_name);
+  const auto nodes = machines_var(env, nodes_name, found);
+  if (found.refusal) return found;
+  if (!nodes) return std::nullopt;  // a step without a node count: not one xlaunch can read
+  const auto node = rank_var(env, "SLURM_NODEID", *nodes, nodes_name, found);
+  if (!node) return found;  // refused
   found.settings.num_machines = *nodes;
   found.settings.machine_rank = *node;
 

@@ -11,7 +11,8 @@ namespace xlaunch::cluster {
 /// step. The step's own variables win over the job's, since a step may use part of the
 /// allocation (salloc -N3, then srun -N2 -w n[2-3]): machines from SLURM_STEP_NUM_NODES
 /// (else SLURM_NNODES), this node's index from SLURM_NODEID (relative to the step), machine
-/// 0 the first host of SLURM_STEP_NODELIST (else SLURM_JOB_NODELIST, SLURM_NODELIST).
+/// 0 the first host of SLURM_STEP_NODELIST (else SLURM_JOB_NODELIST, SLURM_NODELIST). A node
+/// count or SLURM_NODEID that is not a number, or a node id not below the count, is a refusal.
 /// More than one task on this node (SLURM_STEP_TASKS_PER_NODE, else SLURM_STEP_NUM_TASKS
 /// against the nodes) is a refusal: each would be machine N of its own job. None outside a
 /// step (an sbatch script or salloc shell has no step variables).

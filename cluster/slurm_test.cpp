@@ -104,3 +104,23 @@ TEST_CASE("tasks per node expand like SLURM's", "[slurm]") {
   CHECK_THROWS_WITH(expand_tasks_per_node("a"), Catch::Contains("not a task count"));
   CHECK_THROWS_WITH(expand_tasks_per_node("1(x0)"), Catch::Contains("COUNT(xREPEAT)"));
 }
+
+TEST_CASE("a bad node count or node id is refused, naming the variable", "[slurm]") {
+  Environment env{{"SLURM_STEP_ID", "0"}, {"SLURM_NNODES", "2"}, {"SLURM_NODEID", "x"}};
+  std::optional<ClusterDetection> found = detect_slurm(env);
+  REQUIRE(found);
+  REQUIRE(found->refusal);
+  CHECK(*found->refusal ==
+        "environment variable SLURM_NODEID='x' is not a machine rank of the 2-machine job "
+        "(SLURM_NNODES=2): allowed 0..1");
+  env["SLURM_NODEID"] = "3";
+  CHECK(detect_slurm(env)->refusal->find("SLURM_NODEID='3'") != std::string::npos);
+  env["SLURM_STEP_NUM_NODES"] = "x";  // the step's count is the one used, and named
+  env["SLURM_NODEID"] = "1";
+  CHECK(detect_slurm(env)->refusal->find("SLURM_STEP_NUM_NODES='x' is not a machine count") !=
+        std::string::npos);
+  env.erase("SLURM_STEP_NUM_NODES");
+  env.erase("SLURM_NODEID");
+  CHECK(detect_slurm(env)->refusal->find("SLURM_NODEID (this machine's rank) is not set") !=
+        std::string::npos);
+}

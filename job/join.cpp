@@ -68,7 +68,13 @@ AgentOptions agent_options(const Job& job) {
 void announce_join(const Job& job, const AgentOptions& options) {
   const LaunchPlan& plan = job.plan;
   const double wait_s = options.rdzv_timeout.count() / 1000.0;
-  if (!job.cluster.scheduler.empty()) {
+  if (!job.cluster.scheduler.empty() && options.elastic()) {
+    say("xlaunch: {} detected: an elastic job of {}..{} machines, machine 0 at {}\n",
+        job.cluster.scheduler, options.min_machines, options.max_machines, plan.master_addr);
+  } else if (!job.cluster.scheduler.empty() && plan.machine_rank < 0) {  // rank by arrival
+    say("xlaunch: {} detected: a {}-machine job, machine 0 at {}\n", job.cluster.scheduler,
+        plan.num_machines, plan.master_addr);
+  } else if (!job.cluster.scheduler.empty()) {
     say("xlaunch: {} detected: machine {} of {}, machine 0 at {}\n", job.cluster.scheduler,
         plan.machine_rank, plan.num_machines, plan.master_addr);
   }
