@@ -72,6 +72,10 @@ std::vector<int> expand_tasks_per_node(std::string_view text) {
     if (!config::parse_int(count_text, count) || count < 0) {
       throw std::invalid_argument(fmt::format("'{}' is not a task count", item));
     }
+    // Many "1(x1000000)" items would otherwise take gigabytes; no job has more nodes.
+    if (static_cast<std::size_t>(repeat) > static_cast<std::size_t>(kMaxMachines) - out.size()) {
+      throw std::invalid_argument(fmt::format("lists more than {} nodes", kMaxMachines));
+    }
     out.insert(out.end(), static_cast<std::size_t>(repeat), count);
   }
   return out;

@@ -19,7 +19,7 @@ namespace xlaunch::cluster {
 std::optional<ClusterDetection> detect_slurm(const Environment& env);
 
 /// SLURM's tasks-per-node syntax ("2(x3),1"), one count per node. Throws
-/// std::invalid_argument naming the problem.
+/// std::invalid_argument naming the problem, also for more than kMaxMachines nodes in all.
 std::vector<int> expand_tasks_per_node(std::string_view text);
 
 }  // namespace xlaunch::cluster

@@ -105,6 +105,26 @@ TEST_CASE("tasks per node expand like SLURM's", "[slurm]") {
   CHECK_THROWS_WITH(expand_tasks_per_node("1(x0)"), Catch::Contains("COUNT(xREPEAT)"));
 }
 
+TEST_CASE("tasks per node: more nodes than any job has is refused before it is allocated",
+          "[slurm]") {
+  std::string bomb = "1(x1000000)";
+  for (int i = 0; i < 2000; ++i) bomb += ",1(x1000000)";  // ~8 GB once expanded
+  CHECK_THROWS_WITH(expand_tasks_per_node(bomb), Catch::Contains("more than 65536 nodes"));
+  CHECK(expand_tasks_per_node("1(x65536)").size() == 65536);
+  CHECK_THROWS(expand_tasks_per_node("1(x65536),1"));
+  // Detection goes on without the per-node counts (a note), from the task count.
+  Environment env{{"SLURM_STEP_ID", "0"},
+                  {"SLURM_STEP_NUM_NODES", "2"},
+                  {"SLURM_NODEID", "1"},
+                  {"SLURM_STEP_NUM_TASKS", "2"},
+                  {"SLURM_STEP_TASKS_PER_NODE", bomb}};
+  std::optional<ClusterDetection> found = detect_slurm(env);
+  REQUIRE(found);
+  CHECK_FALSE(found->refusal);
+  REQUIRE(found->notes.size() == 1);
+  CHECK(found->notes[0].find("SLURM_STEP_TASKS_PER_NODE: lists more than") == 0);
+}
+
 TEST_CASE("a bad node count or node id is refused, naming the variable", "[slurm]") {
   Environment env{{"SLURM_STEP_ID", "0"}, {"SLURM_NNODES", "2"}, {"SLURM_NODEID", "x"}};
   std::optional<ClusterDetection> found = detect_slurm(env);

@@ -52,6 +52,17 @@ def test_xlaunch_env_shows_the_refusal(xlaunch_bin, tmp_path):
     assert "error: environment variable PMI_RANK='-1'" in r.stdout
 
 
+def test_a_huge_slurm_tasks_per_node_is_a_warning_not_gigabytes(xlaunch_bin, tmp_path):
+    bomb = ",".join(["1(x1000000)"] * 2000)  # 2e9 entries: ~8 GB expanded
+    env = {"SLURM_STEP_ID": "0", "SLURM_NNODES": "1", "SLURM_NODEID": "0",
+           "SLURM_NODELIST": "localhost", "SLURM_STEP_TASKS_PER_NODE": bomb}
+    r = subprocess.run(["/bin/sh", "-c", f"ulimit -v 2000000; exec {xlaunch_bin} launch "
+                        "--no_python /bin/true"], capture_output=True, text=True, timeout=60,
+                       env=isolated_env(tmp_path, **env))
+    assert r.returncode == 0, r.stderr
+    assert "SLURM_STEP_TASKS_PER_NODE: lists more than 65536 nodes" in r.stderr
+
+
 def test_an_elastic_pet_nnodes_runs_elastic_and_says_so(xlaunch_bin, tmp_path):
     # A pod of rank 1 joins machine 0's store (none runs here, so the join times out).
     env = {"PET_NNODES": "1:4", "RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "9"}
