@@ -14,8 +14,10 @@
 #include "config/launch_rules.hpp"
 #include "config/resolve.hpp"
 #include "config/schema.hpp"
+#include "config/text.hpp"
 #include "config/torchrun_values.hpp"
 #include "config/usage_error.hpp"
+#include "config/validate.hpp"
 #include "launcher/console.hpp"
 
 namespace xlaunch::cli {
@@ -282,20 +284,33 @@ void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
   flags.no_python = flags.no_python || pet_switch("PET_NO_PYTHON");
   if (cmd.get_name() == "launch") flags.run_path = flags.run_path || pet_switch("PET_RUN_PATH");
   for (const NoOpFlag& f : kNoOpFlags) {
-    const std::string flag = std::string("--") + f.name;
-    if (flags.options.at(f.name)->count() == 0) continue;
-    const std::string& value = flags.no_op.at(f.name);
+    // torchrun reads PET_<FLAG> below the flag and checks it as the flag; so does this.
+    std::string flag = std::string("--") + f.name;
+    std::string value;
+    if (flags.options.at(f.name)->count() > 0) {
+      value = flags.no_op.at(f.name);
+    } else {
+      const std::string variable = "PET_" + config::upper(f.name);
+      const char* set = std::getenv(variable.c_str());
+      if (set == nullptr || *set == '\0') continue;
+      flag = "environment variable " + variable;
+      value = set;
+    }
+    const std::string hint = flags.options.at(f.name)->count() > 0
+                                 ? "it has no effect in xlaunch; drop it"
+                                 : "it has no effect in xlaunch; fix or unset it";
     if (std::string_view(f.name) == "monitor_interval") {
       const auto seconds = config::parse_number(value);
       if (!seconds || !(*seconds > 0)) {
-        throw UsageError(fmt::format("{}: bad value '{}' (allowed: seconds > 0)", flag, value),
-                         "it has no effect in xlaunch; drop it");
+        throw UsageError(fmt::format("{}: bad value '{}' (allowed: seconds > 0)", flag,
+                                     config::printable(value)),
+                         hint);
       }
     } else if (std::string_view(f.name) == "start_method" && value != "spawn" && value != "fork" &&
                value != "forkserver") {
-      throw UsageError(
-          fmt::format("{}: bad value '{}' (allowed: spawn, fork, forkserver)", flag, value),
-          "it has no effect in xlaunch; drop it");
+      throw UsageError(fmt::format("{}: bad value '{}' (allowed: spawn, fork, forkserver)", flag,
+                                   config::printable(value)),
+                       hint);
     }
   }
   if (flags.multi_gpu) {

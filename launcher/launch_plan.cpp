@@ -54,20 +54,21 @@ void set_run_id(LaunchPlan& plan, const config::Settings& s, const std::string& 
   }
 }
 
-void set_machines(LaunchPlan& plan, const config::Settings& s) {
-  plan.num_machines = positive(s.num_machines, "--num_machines", 1);
-  plan.machine_rank = s.machine_rank.value_or(0);
-  if (plan.machine_rank < 0 || plan.machine_rank >= plan.num_machines) {
-    throw UsageError(fmt::format("--machine_rank {} is out of range for --num_machines {}",
-                                 plan.machine_rank, plan.num_machines),
-                     fmt::format("machine ranks run from 0 to {}", plan.num_machines - 1));
-  }
-}
-
 // " (from X)" for a key whose source is known, else nothing.
 std::string from(const Sources& sources, const char* key) {
   const auto it = sources.find(key);
   return it == sources.end() ? "" : fmt::format(" (from {})", it->second);
+}
+
+void set_machines(LaunchPlan& plan, const config::Settings& s, const Sources& sources) {
+  plan.num_machines = positive(s.num_machines, "--num_machines", 1);
+  plan.machine_rank = s.machine_rank.value_or(0);
+  if (plan.machine_rank < 0 || plan.machine_rank >= plan.num_machines) {
+    throw UsageError(fmt::format("--machine_rank {}{} is out of range for --num_machines {}{}",
+                                 plan.machine_rank, from(sources, "machine_rank"),
+                                 plan.num_machines, from(sources, "num_machines")),
+                     fmt::format("machine ranks run from 0 to {}", plan.num_machines - 1));
+  }
 }
 
 // This machine's worker count: from the flags, else one per selected GPU (DP: one process
@@ -216,7 +217,7 @@ LaunchPlan make_plan(const config::Settings& s, std::vector<std::string> argv,
   LaunchPlan plan;
   plan.argv = std::move(argv);
   set_run_id(plan, s, run_id);
-  set_machines(plan, s);
+  set_machines(plan, s, sources);
   set_workers(plan, s, visible_gpus, sources);
   set_distributed(plan, s);
   set_store_address(plan, s);

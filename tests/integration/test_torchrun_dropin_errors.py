@@ -22,12 +22,20 @@ from config_helpers import dry_run, isolated_env
     (["--rdzv_endpoint", "192.0.2.1:29400", "--nnodes", "2"], {},
      "this launcher does not host the store"),
     (["--start_method", "thread"], {}, "--start_method: bad value 'thread'"),
+    # torchrun checks PET_<FLAG> as its flag: argparse converts a variable's default too.
+    ([], {"PET_MONITOR_INTERVAL": "abc"},
+     "environment variable PET_MONITOR_INTERVAL: bad value 'abc' (allowed: seconds > 0)"),
+    ([], {"PET_START_METHOD": "thread"}, "environment variable PET_START_METHOD: bad value"),
     # Port 0 is a free port of the host: the other machines could never find it.
     (["--rdzv_endpoint", "localhost:0", "--nnodes", "2"], {},
      "--rdzv_endpoint localhost:0: port 0 is a free port chosen by the machine that hosts the "
      "store, which the other machines of a 2-machine job cannot know"),
     (["--nnodes", "1:3"], {"PET_RDZV_ENDPOINT": "localhost:0"},
      "PET_RDZV_ENDPOINT localhost:0: port 0"),
+    # The variable that gave a machine rank is named, not only the flag it stands for.
+    ([], {"PET_NNODES": "2", "PET_NODE_RANK": "5"},
+     "--machine_rank 5 (from PET_NODE_RANK) is out of range for --num_machines 2 (from "
+     "PET_NNODES)"),
 ])
 def test_contradictions_and_bad_torchrun_values_are_exit_2(xlaunch_bin, tmp_path, args, env,
                                                            message):
