@@ -4,6 +4,8 @@ import json
 import pathlib
 import subprocess
 
+import pytest
+
 from config_helpers import isolated_env
 
 WORKER = pathlib.Path(__file__).resolve().parent / "workers" / "report_env.py"
@@ -310,3 +312,18 @@ def test_mistakes_are_exit_2_with_the_reason(xlaunch_bin, tmp_path):
     r = run_bad(xlaunch_bin, tmp_path, ["--config_file", bad])
     assert r.returncode == 2
     assert f"{bad}:3:17: key 'fsdp_config.fsdp_version': bad value 'three'" in r.stderr
+
+
+@pytest.mark.parametrize("flag", ["--use_fsdp=false", "--use_deepspeed=false",
+                                  "--use_megatron_lm=false", "--multi_gpu=false"])
+def test_a_paradigm_switch_set_false_is_off(xlaunch_bin, plain_python, tmp_path, flag):
+    # `--use_fsdp=false` turned FSDP on: only the flag's presence was looked at.
+    r, envs = launch(xlaunch_bin, plain_python, tmp_path, [flag, "--num_processes", "2", "--cpu"],
+                     CUDA_VISIBLE_DEVICES="6,7")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(envs) == 2
+    for env in envs:
+        assert "ACCELERATE_USE_FSDP" not in env, env
+        assert "ACCELERATE_USE_DEEPSPEED" not in env, env
+        assert env.get("ACCELERATE_USE_MEGATRON_LM", "false") == "false", env
+        assert env["XLAUNCH_DISTRIBUTED_TYPE"] == "MULTI_CPU", env

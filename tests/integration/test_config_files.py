@@ -1,4 +1,5 @@
 """`xlaunch config default`, `xlaunch config show`, and errors in config files."""
+import os
 import subprocess
 
 from config_helpers import isolated_env
@@ -89,3 +90,19 @@ def test_missing_config_file_is_exit_2(xlaunch_bin, tmp_path):
     r = run(xlaunch_bin, tmp_path, "config", "show", "--config_file", str(tmp_path / "no.yaml"))
     assert r.returncode == 2
     assert "does not exist" in r.stderr
+
+
+def test_a_config_file_that_never_ends_is_refused_and_a_pipe_is_read(xlaunch_bin, tmp_path):
+    # /dev/zero grew the launcher until memory ran out; a pipe (`<(...)`) must still work.
+    r = run(xlaunch_bin, tmp_path, "launch", "--dry_run", "--config_file", "/dev/zero",
+            "--no_python", "/bin/true")
+    assert r.returncode == 2, r.stderr
+    assert "cannot read config file /dev/zero: more than 4 MiB" in r.stderr
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"printf 'num_processes: 3\\n' > {fifo}"])
+    r = run(xlaunch_bin, tmp_path, "launch", "--dry_run", "--config_file", str(fifo),
+            "--no_python", "/bin/true")
+    writer.wait(timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "plan.world_size: 3" in r.stdout

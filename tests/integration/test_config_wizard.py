@@ -144,3 +144,71 @@ def test_unknown_template_is_a_usage_error(xlaunch_bin, tmp_path):
     r = _piped(xlaunch_bin, tmp_path, "", "--template", "nope")
     assert r.returncode == 2
     assert "nope" in r.stderr
+
+
+def test_sigterm_on_a_terminal_restores_it_and_leaves_the_file(xlaunch_bin, tmp_path):
+    # Only SIGINT was handled: SIGTERM (kill, a closed window's SIGHUP) left the terminal raw,
+    # with no echo and no line editing, until the user typed `reset`.
+    import termios
+    target = tmp_path / "mine.yaml"
+    target.write_text("num_processes: 3\n")
+    s = PtySession([xlaunch_bin, "config", "--config_file", str(target)],
+                   isolated_env(tmp_path), cwd=tmp_path)
+    s.expect("Where will the job run?")
+    lflag = termios.tcgetattr(s.master)[3]
+    assert not lflag & termios.ECHO and not lflag & termios.ICANON  # raw while it asks
+    master = os.dup(s.master)  # wait() closes its own
+    try:
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.wait() == 143
+        lflag = termios.tcgetattr(master)[3]
+    finally:
+        os.close(master)
+    assert lflag & termios.ECHO and lflag & termios.ICANON and lflag & termios.ISIG
+    assert target.read_text() == "num_processes: 3\n"
+    assert b"was not changed" in s.output
+
+
+def test_a_folder_or_an_empty_path_is_refused_before_any_question(xlaunch_bin, tmp_path):
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    for path in (str(folder), "", str(tmp_path / "new") + "/"):
+        r = _piped(xlaunch_bin, tmp_path, "\n" * 10, "--config_file", path)
+        assert r.returncode == 2, (path, r.stdout, r.stderr)
+        assert "Where will the job run?" not in r.stdout, path
+        assert "hint: give a file name" in r.stderr, r.stderr
+    assert not (tmp_path / "new").exists()  # nothing created for a path that was refused
+    r = subprocess.run([xlaunch_bin, "config", "default", "--force", "--config_file", str(folder)],
+                       capture_output=True, text=True, env=isolated_env(tmp_path), timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert "it is a directory" in r.stderr
+
+
+def test_a_symlinked_config_file_is_written_through_its_link(xlaunch_bin, tmp_path):
+    # A config kept in a dotfiles repository: the link stays, the file it names is updated.
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "xlaunch.yaml"
+    real.write_text("num_processes: 1\n")
+    link = tmp_path / "link.yaml"
+    link.symlink_to(os.path.relpath(real, tmp_path))
+    r = _piped(xlaunch_bin, tmp_path, "\nMULTI_CPU\n3\nno\n\n", "--config_file", str(link))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert link.is_symlink()
+    assert "num_processes: 3" in real.read_text()
+    assert [p.name for p in dotfiles.iterdir()] == ["xlaunch.yaml"]  # no temporary left
+
+
+def test_more_than_1024_processes_per_machine_is_asked_again(xlaunch_bin, tmp_path):
+    # The wizard wrote such a file, and `xlaunch launch` then refused it.
+    target = tmp_path / "cpu.yaml"
+    r = _piped(xlaunch_bin, tmp_path, "\nMULTI_CPU\n5000\n4\nno\n\n", "--config_file", str(target))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "5000 processes on each machine; xlaunch runs at most 1024 per machine" in r.stdout
+    assert "num_processes: 4" in target.read_text()
+    r = subprocess.run([xlaunch_bin, "config", "default", "--config_file", str(tmp_path / "d.yaml"),
+                        "--num_processes", "5000", "--use_cpu"], capture_output=True, text=True,
+                       env=isolated_env(tmp_path), timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert "xlaunch runs at most 1024 per machine" in r.stderr
+    assert not (tmp_path / "d.yaml").exists()
