@@ -4,12 +4,12 @@
 
 namespace xlaunch::diagnose {
 
-std::string escape_controls(std::string_view text) {
+std::string escape_controls(std::string_view text, bool keep_newlines) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\n' || c == '\t') {
+    if ((c == '\n' && keep_newlines) || c == '\t') {
       out += static_cast<char>(c);
     } else if (c < 0x20 || c == 0x7f) {
       out += fmt::format("\\x{:02x}", c);

@@ -14,3 +14,8 @@ TEST_CASE("control characters in worker text are escaped, lines and UTF-8 kept",
   CHECK(escape_controls("caf\xc3\xa9 \xc2\xa0") == "caf\xc3\xa9 \xc2\xa0");  // é, no-break space
   CHECK(escape_controls("\xc2") == "\xc2");  // a truncated sequence is kept as it is
 }
+
+TEST_CASE("within one line a newline is escaped too", "[safe_text]") {
+  CHECK(escape_controls("a\nb\tc", false) == "a\\x0ab\tc");
+  CHECK(escape_controls("a\nb", true) == "a\nb");
+}

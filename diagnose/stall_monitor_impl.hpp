@@ -88,9 +88,9 @@ struct StallMonitor::Impl {
 
   std::optional<std::pair<std::string, std::string>> script_address(const RankInfo& r) const;
   void tick();
-  void sample_sockets(
-      RankInfo& r, const TreeSample& tree, const SocketTables& tables,
-      const std::map<std::uint16_t, const rendezvous::StoreServer::ClientInfo*>& by_port);
+  void sample_sockets(RankInfo& r, const TreeSample& tree, const SocketTables& tables,
+                      const std::map<std::pair<std::string, std::uint16_t>,
+                                     const rendezvous::StoreServer::ClientInfo*>& by_peer);
   void check_dialing(RankInfo& r, bool to_store, int unlisted);
 
   // --- stacks (stacks_dump_posix.cpp) ---------------------------------------------------

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "config/text.hpp"
+#include "diagnose/safe_text.hpp"
 
 namespace xlaunch::diagnose {
 
@@ -61,14 +62,17 @@ std::string format_stall_report(const StallReport& r) {
                        state, s.cpu_seconds,
                        r.window_seconds > 0 ? 100.0 * s.cpu_seconds / r.window_seconds : 0.0);
     if (s.last_line && s.last_output) {
-      out +=
-          fmt::format("xlaunch:     last output {}: {}\n", ago(*s.last_output, r.at), *s.last_line);
+      out += fmt::format("xlaunch:     last output {}: {}\n", ago(*s.last_output, r.at),
+                         escape_controls(*s.last_line, false));
     } else {
       out += "xlaunch:     no output yet\n";
     }
     if (!s.waiting_keys.empty()) {
       std::string keys;
-      for (const std::string& k : s.waiting_keys) keys += (keys.empty() ? "" : ", ") + k;
+      // Keys are any bytes a client sent: escaped, so one cannot forge the launcher's lines.
+      for (const std::string& k : s.waiting_keys) {
+        keys += (keys.empty() ? "" : ", ") + escape_controls(k, false);
+      }
       out += fmt::format("xlaunch:     blocked in a store wait for: {}\n", keys);
     }
     for (const std::string& d : s.dialing) {

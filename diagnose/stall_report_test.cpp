@@ -50,3 +50,22 @@ TEST_CASE("the stall report names each rank's state and the odd one out", "[stal
   r.stacks = {{{0}, "a", ""}, {{1}, "b", ""}};  // no majority: nobody is odd
   CHECK_FALSE(odd_one_out(r));
 }
+
+TEST_CASE("store keys and a rank's last line are escaped in the stall report", "[stall]") {
+  StallReport r;
+  r.window_seconds = 30;
+  r.at = Clock::from_time_t(1'800'000'000);
+  RankStallState a;
+  a.rank = 0;
+  a.pid = 100;
+  a.alive = true;
+  a.last_line = "\r\x1b[2Kstep";
+  a.last_output = r.at - std::chrono::seconds(31);
+  a.waiting_keys = {"/k\nxlaunch: all 1 workers finished successfully"};
+  r.ranks = {a};
+  const std::string text = format_stall_report(r);
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.find("\nxlaunch: all 1 workers") == std::string::npos);
+  CHECK_THAT(text, Contains("blocked in a store wait for: /k\\x0axlaunch: all 1 workers"));
+  CHECK_THAT(text, Contains("\\x0d\\x1b[2Kstep"));
+}

@@ -32,10 +32,19 @@ std::optional<std::pair<std::string, std::string>> StallMonitor::Impl::script_ad
 }
 
 void StallMonitor::Impl::tick() {
-  std::map<std::uint16_t, const rendezvous::StoreServer::ClientInfo*> by_port;
+  // By address and port: a client from another host may use the same port number as a rank.
+  std::map<std::pair<std::string, std::uint16_t>, const rendezvous::StoreServer::ClientInfo*>
+      by_peer;
   std::vector<rendezvous::StoreServer::ClientInfo> clients;
   if (store_clients) clients = store_clients();
-  for (const auto& c : clients) by_port[c.peer_port] = &c;
+  for (const auto& c : clients) {
+    // /proc/net shows an IPv4-mapped address as IPv4, as getnameinfo does not.
+    std::string_view addr = c.peer_addr;
+    if (addr.starts_with("::ffff:") && addr.find('.') != std::string_view::npos) {
+      addr.remove_prefix(7);
+    }
+    by_peer[{std::string(addr), c.peer_port}] = &c;
+  }
   std::optional<SocketTables> tables;
   std::vector<RankActivity> activity;
   std::vector<long> roots;
@@ -54,7 +63,7 @@ void StallMonitor::Impl::tick() {
         r.cpu_seconds = tree.cpu_seconds;
         r.io_bytes = tree.io_bytes;
         if (!tables) tables = read_socket_tables(r.pid);
-        sample_sockets(r, tree, *tables, by_port);
+        sample_sockets(r, tree, *tables, by_peer);
       }
     }
     activity.push_back({r.rank, r.alive, r.cpu_seconds, r.lines, r.store_requests, r.io_bytes});
@@ -72,7 +81,8 @@ void StallMonitor::Impl::tick() {
 
 void StallMonitor::Impl::sample_sockets(
     RankInfo& r, const TreeSample& tree, const SocketTables& tables,
-    const std::map<std::uint16_t, const rendezvous::StoreServer::ClientInfo*>& by_port) {
+    const std::map<std::pair<std::string, std::uint16_t>,
+                   const rendezvous::StoreServer::ClientInfo*>& by_peer) {
   bool to_store = false;
   std::uint64_t requests = 0;
   int unlisted = 0;
@@ -84,7 +94,7 @@ void StallMonitor::Impl::sample_sockets(
     if (e.state == kTcpSynSent) r.connecting.push_back(endpoint(e.remote_addr, e.remote_port));
     if (e.state != kTcpEstablished || e.remote_port != store_port) continue;
     to_store = true;
-    if (auto c = by_port.find(e.local_port); c != by_port.end()) {
+    if (auto c = by_peer.find({e.local_addr, e.local_port}); c != by_peer.end()) {
       requests += c->second->requests;
       r.waiting_keys.insert(r.waiting_keys.end(), c->second->waiting.begin(),
                             c->second->waiting.end());

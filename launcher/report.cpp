@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "config/text.hpp"
+#include "diagnose/safe_text.hpp"
 #include "launcher/error_file.hpp"
 #include "launcher/exit_status.hpp"
 
@@ -57,7 +58,10 @@ std::string format_root_cause(const RootCause& cause, int world_size) {
   if (!cause.stderr_tail.empty()) {
     out += fmt::format("xlaunch: last {} line(s) of rank {}'s stderr:\n", cause.stderr_tail.size(),
                        w.rank);
-    for (const auto& line : cause.stderr_tail) out += fmt::format("xlaunch:   | {}\n", line);
+    // A rank's bytes inside xlaunch's own report: no cursor moves, no forged lines.
+    for (const auto& line : cause.stderr_tail) {
+      out += fmt::format("xlaunch:   | {}\n", diagnose::escape_controls(line, false));
+    }
   }
   if (cause.error_file_text) {
     out += fmt::format("xlaunch: rank {} wrote its error file {}:\n", w.rank, cause.error_file);
@@ -79,7 +83,8 @@ std::string format_root_cause(const RootCause& cause, int world_size) {
     while (start < text.size()) {
       std::size_t end = text.find('\n', start);
       if (end == std::string_view::npos) end = text.size();
-      out += fmt::format("xlaunch:   | {}\n", text.substr(start, end - start));
+      out += fmt::format("xlaunch:   | {}\n",
+                         diagnose::escape_controls(text.substr(start, end - start), false));
       start = end + 1;
     }
     if (cut) out += "xlaunch:   | ... (cut; see the file)\n";

@@ -126,3 +126,18 @@ TEST_CASE("error files: a plain message and a file of another shape", "[report]"
   cause.error_file_text = "free text";
   CHECK_THAT(format_root_cause(cause, 1), Catch::Contains("xlaunch:   | free text"));
 }
+
+TEST_CASE("a rank's bytes in the failure report cannot move the cursor or forge lines",
+          "[report]") {
+  RootCause cause;
+  cause.worker.rank = 0;
+  cause.worker.exit_code = 1;
+  cause.stderr_tail = {"\x1b[3A\x1b[Jxlaunch: all 2 workers finished successfully\x1b[8m"};
+  cause.error_file = "/tmp/e.json";
+  cause.error_file_text = R"({"message": "clear \u001b[2J screen"})";
+  const std::string text = format_root_cause(cause, 2);
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK_THAT(text, Catch::Contains(
+                       "xlaunch:   | \\x1b[3A\\x1b[Jxlaunch: all 2 workers finished successfully"));
+  CHECK_THAT(text, Catch::Contains("xlaunch:   | clear \\x1b[2J screen"));
+}
