@@ -15,6 +15,10 @@ using error_code = boost::system::error_code;
 
 namespace {
 
+// etcd's own request limit is 1.5 MiB; a watch line holds a few events of that size at most.
+constexpr std::size_t kMaxStreamLine = 16u << 20;
+constexpr std::uint64_t kMaxErrorBody = 64u << 10;
+
 std::string describe(const error_code& ec) {
   if (ec == beast::error::timeout || ec == asio::error::operation_aborted)
     return "no answer in time";
@@ -89,19 +93,29 @@ class Connection {
     if (ec == beast::error::timeout) return false;
     if (ec) throw TransportError("no reply: " + describe(ec));
     if (parser.get().result_int() != 200) {
+      parser.body_limit(kMaxErrorBody);  // only its start is shown
       http::async_read(stream_, buffer_, parser, [&](const error_code& e, std::size_t) { ec = e; });
       run();
       throw ReplyError("etcd answered HTTP " + std::to_string(parser.get().result_int()) + ": " +
                        error_text(parser.get().body()));
     }
+    std::size_t scanned = 0;  // bytes of the body known to hold no newline
     while (true) {
       std::string& body = parser.get().body();
       std::size_t newline;
-      while ((newline = body.find('\n')) != std::string::npos) {
+      while ((newline = body.find('\n', scanned)) != std::string::npos) {
         std::string line = body.substr(0, newline);
         body.erase(0, newline + 1);  // the body reader appends at the current end
+        scanned = 0;
         if (line.find_first_not_of(" \r\t") == std::string::npos) continue;
         if (!on_line(line)) return true;
+      }
+      scanned = body.size();
+      // A watch event is one line of JSON holding a few small records; a line that never
+      // ends (a broken proxy, a hostile server) must not grow memory until the deadline.
+      if (body.size() > kMaxStreamLine) {
+        throw TransportError("a line of the watch stream is longer than " +
+                             std::to_string(kMaxStreamLine >> 20) + " MiB");
       }
       if (parser.is_done()) throw TransportError("the stream ended");
       http::async_read_some(stream_, buffer_, parser,

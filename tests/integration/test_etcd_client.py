@@ -153,3 +153,43 @@ def test_client_bad_endpoint_is_a_usage_error(driver):
     done = run(driver, "127.0.0.1:99999", "get", "x")
     assert done.returncode == 2
     assert "'127.0.0.1:99999'" in done.stderr and "1..65535" in done.stderr
+
+
+def test_client_watch_line_that_never_ends_is_a_bounded_error(driver):
+    # A broken proxy or hostile server streams one watch line without end: the client grew
+    # its memory (and rescanned the whole line on every read) until its deadline. Now it
+    # drops such a stream past 16 MiB and tries again, as after any broken stream.
+    import threading
+    sent = []  # bytes sent on each connection before the client closed it
+
+    def serve(listener):
+        for _ in range(3):
+            conn, _ = listener.accept()
+            with conn:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n")
+                chunk = b"x" * 65536
+                frame = b"%x\r\n" % len(chunk) + chunk + b"\r\n"
+                total = 0
+                try:
+                    while True:
+                        conn.sendall(frame)
+                        total += len(chunk)
+                except OSError:
+                    sent.append(total)  # the client closed it
+        listener.close()
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+    thread = threading.Thread(target=serve, args=(listener,), daemon=True)
+    thread.start()
+    done = run(driver, f"127.0.0.1:{port}", "watch", "w/", "1", "8000")
+    thread.join(timeout=TIMEOUT)
+    assert len(sent) == 3, (sent, done.stderr)
+    assert all(n < (32 << 20) for n in sent), sent
+    assert done.returncode in (0, 1), done.stderr  # no event before the deadline, or an error
