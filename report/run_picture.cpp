@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <charconv>
 #include <chrono>
+#include <limits>
 
 #include "config/text.hpp"
 
@@ -24,13 +25,27 @@ const json::value* member(const json::object& o, std::string_view key) {
   return it == o.end() || it->value().is_null() ? nullptr : &it->value();
 }
 
+// The run folder may have been changed by anyone: numbers outside what xlaunch writes are
+// ignored rather than cast (undefined for a double out of range) or added up (overflow).
+// Ranks, attempts, pids and exit codes fit an int; times lie between 1970 and about 2514.
+constexpr double kMaxUnixSeconds = 17179869184.0;  // 2^34
+constexpr std::int64_t kMaxUnixMs = std::int64_t{1} << 44;
+
 std::optional<std::int64_t> integer(const json::object& o, std::string_view key) {
   const json::value* v = member(o, key);
-  if (!v) return std::nullopt;
-  if (v->is_int64()) return v->as_int64();
-  if (v->is_uint64()) return static_cast<std::int64_t>(v->as_uint64());
-  if (v->is_double()) return static_cast<std::int64_t>(v->as_double());
-  return std::nullopt;
+  if (!v || !v->is_number()) return std::nullopt;
+  const double d = v->to_number<double>();
+  if (!(d >= std::numeric_limits<int>::min() && d <= std::numeric_limits<int>::max())) {
+    return std::nullopt;  // also NaN
+  }
+  if (v->is_double()) return static_cast<std::int64_t>(d);
+  return v->is_int64() ? v->as_int64() : static_cast<std::int64_t>(v->as_uint64());
+}
+
+std::optional<double> unix_seconds(const json::value& v) {
+  const double d = v.to_number<double>();
+  if (!(d >= 0 && d <= kMaxUnixSeconds)) return std::nullopt;
+  return d;
 }
 
 std::optional<std::string> text(const json::object& o, std::string_view key) {
@@ -43,7 +58,9 @@ std::optional<std::string> text(const json::object& o, std::string_view key) {
 std::optional<std::int64_t> time_ms(const json::object& o, std::string_view key) {
   if (auto s = text(o, key)) return parse_iso_ms(*s);
   const json::value* v = member(o, key);
-  if (v && v->is_number()) return static_cast<std::int64_t>(v->to_number<double>() * 1000);
+  if (v && v->is_number()) {
+    if (auto seconds = unix_seconds(*v)) return static_cast<std::int64_t>(*seconds * 1000);
+  }
   return std::nullopt;
 }
 
@@ -59,7 +76,7 @@ std::optional<double> first_seconds(const json::object& o,
                                     std::initializer_list<std::string_view> keys) {
   for (std::string_view key : keys) {
     const json::value* v = member(o, key);
-    if (v && v->is_number()) return v->to_number<double>();
+    if (v && v->is_number()) return unix_seconds(*v);
   }
   return std::nullopt;
 }
@@ -135,7 +152,8 @@ std::vector<ActivityPoint> parse_activity_csv(std::string_view csv) {
     ActivityPoint p;
     if (fields.size() == 4 && parse_number(fields[0], p.attempt) &&
         parse_number(fields[1], p.rank) && parse_number(fields[2], p.unix_second) &&
-        parse_number(fields[3], p.lines)) {
+        parse_number(fields[3], p.lines) && p.unix_second >= 0 &&
+        p.unix_second <= static_cast<std::int64_t>(kMaxUnixSeconds)) {
       points.push_back(p);
     }
   }
@@ -196,6 +214,7 @@ RunPicture parse_run_picture(std::string_view summary_json, std::string_view act
   if (const json::value* stalls = member(o, "stalls")) read_stall(*stalls, p.stalls);
   p.activity = parse_activity_csv(activity_csv);
   p.gpu = gpu::parse_gpu_csv(gpu_csv);
+  std::erase_if(p.gpu, [](const auto& g) { return g.unix_ms < 0 || g.unix_ms > kMaxUnixMs; });
   return p;
 }
 

@@ -1,6 +1,10 @@
 #include "report/run_picture.hpp"
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "report/report_html.hpp"
 
 using namespace xlaunch::report;
 
@@ -85,4 +89,46 @@ TEST_CASE("a broken summary.json is an error that says what is wrong") {
   CHECK_THROWS_WITH(parse_run_picture("{}", "", ""), Catch::Contains("no \"workers\" list"));
   CHECK_THROWS_WITH(parse_run_picture(R"({"workers": [{"rank": 0}]})", "", ""),
                     Catch::Contains("workers[0] lacks a rank or a start time"));
+}
+
+TEST_CASE("numbers out of any run's range in a tampered run folder are ignored, not cast") {
+  // Each was undefined behaviour (a double cast out of range, a sum past INT64_MAX) in the
+  // picture or its HTML; the run folder may have been changed by anyone.
+  const std::string w = R"("world_size":1e300,"exit_code":-1e300)";
+  const std::string start = R"("start":"2026-01-01T00:00:00Z")";
+  struct Case {
+    std::string summary, activity, gpu;
+  };
+  const std::vector<Case> cases = {
+      {"{" + w + R"(,"workers":[{"rank":0,"start":0,"end":1e300}]})", "", ""},
+      {"{" + w + R"(,"workers":[{"rank":0,)" + start + "}]}",
+       "a,r,u,l\n0,0,9223372036854775807,1\n0,0,-9223372036854775807,1\n", ""},
+      {"{" + w + R"(,"workers":[{"rank":0,)" + start + "}]}", "",
+       "h\n9223372036854775807,0,50,1,2,\n-9223372036854775807,0,50,1,2,\n"},
+      {"{" + w + R"(,"workers":[{"rank":0,"pid":1e30,"attempt":-1e30,"start":0}]})", "", ""},
+      {"{" + w + R"(,"workers":[{"rank":0,"start":0}],"stall":{"start":-9e15,"end":9e15}})", "",
+       ""},
+      {"{" + w + R"(,"workers":[{"rank":0,"start":0}],"stall":{"end":0,"window_seconds":1e300}})",
+       "", ""},
+  };
+  for (const Case& c : cases) {
+    INFO(c.summary);
+    const RunPicture p = parse_run_picture(c.summary, c.activity, c.gpu);
+    CHECK(p.world_size == 0);
+    CHECK(p.exit_code == 0);
+    CHECK(p.activity.empty());
+    CHECK(p.gpu.empty());
+    for (const RankSpan& s : p.spans) {
+      CHECK(s.attempt == 0);
+      CHECK(s.pid == 0);
+      CHECK((!s.end_ms || *s.end_ms <= (std::int64_t{1} << 44)));
+    }
+    CHECK(p.stalls.empty());
+    CHECK_FALSE(render_report_html(p).empty());
+  }
+  // A rank or start that cannot be read is the picture's error, as a missing one is.
+  CHECK_THROWS_AS(parse_run_picture(R"({"workers":[{"rank":1e30,"start":0}]})", "", ""),
+                  PictureError);
+  CHECK_THROWS_AS(parse_run_picture(R"({"workers":[{"rank":0,"start":1e300}]})", "", ""),
+                  PictureError);
 }
