@@ -3,12 +3,35 @@
 #include <fmt/format.h>
 
 namespace xlaunch::diagnose {
+namespace {
+
+// The first second of the row of `width` seconds that holds `second` (floor, also below 0).
+std::int64_t row_start(std::int64_t second, std::int64_t width) {
+  const std::int64_t q = second / width;
+  return (q - (second % width < 0 ? 1 : 0)) * width;
+}
+
+}  // namespace
 
 void OutputActivity::note(int attempt, int rank, std::chrono::system_clock::time_point when,
                           std::uint64_t lines) {
   const std::int64_t second =
       std::chrono::duration_cast<std::chrono::seconds>(when.time_since_epoch()).count();
-  lines_[{attempt, rank, second}] += static_cast<std::uint32_t>(lines);
+  lines_[{attempt, rank, row_start(second, seconds_per_row_)}] += lines;
+  // Rows of 2^30 s are a run's whole life: past them only more ranks or attempts add rows.
+  while (lines_.size() > kMaxActivityEntries && seconds_per_row_ < (std::int64_t{1} << 30)) {
+    merge_rows();
+  }
+}
+
+void OutputActivity::merge_rows() {
+  seconds_per_row_ *= 2;
+  std::map<std::tuple<int, int, std::int64_t>, std::uint64_t> merged;
+  for (const auto& [key, count] : lines_) {
+    const auto& [attempt, rank, second] = key;
+    merged[{attempt, rank, row_start(second, seconds_per_row_)}] += count;
+  }
+  lines_ = std::move(merged);
 }
 
 std::string OutputActivity::csv() const {
