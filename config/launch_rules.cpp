@@ -36,7 +36,10 @@ std::string setting_name(const Resolved& r, const char* key) {
 
 void apply_endpoint(Resolved& r, const IsLocalHost& is_local) {
   Settings& s = r.settings;
-  if (!s.rdzv_endpoint) return;
+  if (!s.rdzv_endpoint) {
+    check_endpoint_port(s, s.num_machines.value_or(1), {});  // --master_port 0
+    return;
+  }
   const auto endpoint = parse_endpoint(*s.rdzv_endpoint);
   if (!endpoint) return;  // the schema checked it; settings built in code may not be
   s.main_process_ip = endpoint->host;
@@ -88,7 +91,18 @@ void apply_endpoint(Resolved& r, const IsLocalHost& is_local) {
 }  // namespace
 
 void check_endpoint_port(const Settings& s, int machines, const std::string& name) {
-  if (machines <= 1 || !s.rdzv_endpoint) return;
+  if (machines <= 1) return;
+  const bool etcd = s.rdzv_backend && s.rdzv_backend->starts_with("etcd");
+  if (!s.rdzv_endpoint && !etcd && s.main_process_port == 0) {
+    // Asked for explicitly, it was quietly replaced by 29500 (torchrun's own 0 fails later).
+    throw UsageError(
+        fmt::format("--main_process_port (--master_port) 0 is a free port chosen by machine 0, "
+                    "which the other machines of a {}-machine job cannot know",
+                    machines),
+        "give the same fixed port to every machine, e.g. --master_port 29500, or none for "
+        "29500");
+  }
+  if (!s.rdzv_endpoint) return;
   const auto endpoint = parse_endpoint(*s.rdzv_endpoint);
   if (!endpoint || !endpoint->port_given || endpoint->port != 0) return;
   throw UsageError(

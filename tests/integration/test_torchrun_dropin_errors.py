@@ -32,6 +32,10 @@ from config_helpers import dry_run, isolated_env
      "store, which the other machines of a 2-machine job cannot know"),
     (["--nnodes", "1:3"], {"PET_RDZV_ENDPOINT": "localhost:0"},
      "PET_RDZV_ENDPOINT localhost:0: port 0"),
+    # The same for --master_port 0, which was quietly replaced by 29500.
+    (["--nnodes", "2", "--node_rank", "0", "--master_addr", "127.0.0.1", "--master_port", "0"],
+     {}, "--main_process_port (--master_port) 0 is a free port chosen by machine 0, which the "
+     "other machines of a 2-machine job cannot know"),
     # The variable that gave a machine rank is named, not only the flag it stands for.
     ([], {"PET_NNODES": "2", "PET_NODE_RANK": "5"},
      "--machine_rank 5 (from PET_NODE_RANK) is out of range for --num_machines 2 (from "
