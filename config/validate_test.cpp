@@ -202,8 +202,11 @@ TEST_CASE("a run id that is a path is refused at its line, shown on one line", "
   const std::string dots = error_of("num_processes: 2\nrdzv_id: a/../../victim\n");
   CHECK(contains(dots, "f.yaml:2:10: key 'rdzv_id': bad value 'a/../../victim'"));
   CHECK(contains(dots, "letters, digits"));
+  // A "\0" escape is refused for any key, before the key's own check, where it is.
   const std::string nul = error_of("rdzv_id: \"a\\0b\\nc\"\n");
-  CHECK(contains(nul, "bad value 'a\\0b\\nc'"));
+  CHECK(contains(nul, "f.yaml:1:10: a value holding a NUL character"));
+  const std::string newline = error_of("rdzv_id: \"a\\nc\"\n");
+  CHECK(contains(newline, "bad value 'a\\nc'"));
 }
 
 TEST_CASE("printable escapes control characters", "[validate]") {

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "config/atomic_write.hpp"
 #include "config/regular_file.hpp"
@@ -20,6 +21,28 @@ namespace {
 bool needs_quotes(const std::string& text) {
   return text.empty() || parse_boolean(text) || parse_number(text) || text == "null" ||
          text == "~" || text == "Null" || text == "NULL";
+}
+
+/// A "\0" escape in a quoted scalar: the value would be cut short where the OS reads it.
+void refuse_nul_scalars(const YAML::Node& node, const std::string& origin) {
+  if (node.IsScalar()) {
+    if (node.Scalar().find('\0') == std::string::npos) return;
+    const YAML::Mark at = node.Mark();
+    throw UsageError(fmt::format("cannot read config file {}:\n{}:{}:{}: a value holding a NUL "
+                                 "character (\\0)",
+                                 origin, origin, at.line + 1, at.column + 1),
+                     "no path, name or number holds one: remove the \\0");
+  }
+  if (node.IsSequence() || node.IsMap()) {
+    for (const auto& item : node) {
+      if (node.IsMap()) {
+        refuse_nul_scalars(item.first, origin);
+        refuse_nul_scalars(item.second, origin);
+      } else {
+        refuse_nul_scalars(item, origin);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -38,7 +61,20 @@ YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
                      "docs/config.md");
   }
   try {
-    return YAML::Load(text);
+    std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      // yaml-cpp's Load took the first and dropped the rest without a word; PyYAML's
+      // safe_load (accelerate) refuses such a file.
+      const YAML::Mark at = documents[1].Mark();
+      throw UsageError(
+          fmt::format("cannot read config file {}:\n{}: a second YAML document; a config file "
+                      "holds one",
+                      origin, at.is_null() ? origin : fmt::format("{}:{}", origin, at.line + 1)),
+          "remove the '---' line and what follows it, or merge the documents");
+    }
+    YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
+    refuse_nul_scalars(root, origin);
+    return root;
   } catch (const YAML::ParserException& e) {
     const std::string at =
         e.mark.is_null() ? origin

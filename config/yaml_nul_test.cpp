@@ -19,3 +19,28 @@ TEST_CASE("a NUL byte in a YAML file is named by line and column", "[yaml]") {
     CHECK(what.find('\0') == std::string::npos);
   }
 }
+
+TEST_CASE("a \\0 escape in a quoted value is named where it is", "[yaml]") {
+  // yaml-cpp turns "\0" into a NUL: the value was cut short where the OS read it.
+  try {
+    parse_yaml("num_processes: 2\npython: \"/usr/bin/python3\\0x\"\n", "c.yaml");
+    FAIL("no error");
+  } catch (const xlaunch::UsageError& e) {
+    CHECK(std::string(e.what()) ==
+          "cannot read config file c.yaml:\nc.yaml:2:9: a value holding a NUL character (\\0)");
+  }
+}
+
+TEST_CASE("a second YAML document is refused, not dropped", "[yaml]") {
+  try {
+    parse_yaml("num_processes: 2\n---\nnum_processes: 3\n", "c.yaml");
+    FAIL("no error");
+  } catch (const xlaunch::UsageError& e) {
+    CHECK(std::string(e.what()) ==
+          "cannot read config file c.yaml:\nc.yaml:3: a second YAML document; a config file "
+          "holds one");
+  }
+  // A leading '---' starts the one document; an empty file is an empty document.
+  CHECK(parse_yaml("---\nnum_processes: 2\n", "c.yaml")["num_processes"].as<int>() == 2);
+  CHECK(parse_yaml("", "c.yaml").IsNull());
+}
