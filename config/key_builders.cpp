@@ -105,6 +105,12 @@ std::optional<std::string> host_name(std::string_view text) {
       })) {
     return std::nullopt;
   }
+  // An IPv6 address as URLs write it ([::1]): the address is what the OS resolves.
+  if (text.size() > 2 && text.front() == '[' && text.back() == ']' &&
+      text.find(':') != std::string_view::npos) {
+    text = text.substr(1, text.size() - 2);
+  }
+  if (text.find_first_of("[]") != std::string_view::npos) return std::nullopt;
   return std::string(text);
 }
 

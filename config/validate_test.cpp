@@ -213,3 +213,13 @@ TEST_CASE("printable escapes control characters", "[validate]") {
   CHECK(printable("plain") == "plain");
   CHECK(printable(std::string("a\0b\n\t\x1b", 6)) == "a\\0b\\n\\t\\x1b");
 }
+
+TEST_CASE("an IPv6 address in brackets is taken without them; a stray bracket is refused",
+          "[validate]") {
+  // '[::1]' passed the check, then could not be resolved: "pick another port" was the hint.
+  CHECK(load_config_text("main_process_ip: '[::1]'\n", "f.yaml").settings.main_process_ip == "::1");
+  CHECK(load_config_text("main_process_ip: 'fe80::1'\n", "f.yaml").settings.main_process_ip ==
+        "fe80::1");
+  CHECK(contains(error_of("main_process_ip: '[host'\n"), "bad value '[host'"));
+  CHECK(contains(error_of("main_process_ip: '[10.0.0.1]'\n"), "bad value '[10.0.0.1]'"));
+}
