@@ -49,8 +49,11 @@ std::optional<std::string> joined_scalars(const YAML::Node& list) {
 }  // namespace
 
 std::string printable(std::string_view text) {
+  // A message naming a 10 MB value would itself be dropped by the console: its start is
+  // enough to recognise it.
+  constexpr std::size_t kShown = 200;
   std::string out;
-  for (char c : text) {
+  for (char c : text.substr(0, text.size() > kShown + 56 ? kShown : text.size())) {
     const auto u = static_cast<unsigned char>(c);
     if (c == '\n') {
       out += "\\n";
@@ -64,6 +67,7 @@ std::string printable(std::string_view text) {
       out += c;
     }
   }
+  if (text.size() > kShown + 56) out += fmt::format("... ({} bytes in all)", text.size());
   return out;
 }
 

@@ -28,7 +28,7 @@ struct LoadedConfig {
 LoadedConfig validate_document(const YAML::Node& root, const std::string& origin);
 
 /// `text` with control characters escaped (\n, \t, \0, \x1b...), so a bad value shows on
-/// one line exactly as it was given.
+/// one line exactly as it was given; past 256 bytes, its first 200 and its length.
 std::string printable(std::string_view text);
 
 /// "ORIGIN:LINE:COL" of a YAML node (1-based, as editors count), or ORIGIN without a mark.

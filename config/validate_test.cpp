@@ -209,6 +209,12 @@ TEST_CASE("a run id that is a path is refused at its line, shown on one line", "
   CHECK(contains(newline, "bad value 'a\\nc'"));
 }
 
+TEST_CASE("printable shows a huge value's start and length", "[validate]") {
+  const std::string huge(10 << 20, 'v');
+  CHECK(printable(huge) == std::string(200, 'v') + "... (10485760 bytes in all)");
+  CHECK(printable(std::string(256, 'v')) == std::string(256, 'v'));
+}
+
 TEST_CASE("printable escapes control characters", "[validate]") {
   CHECK(printable("plain") == "plain");
   CHECK(printable(std::string("a\0b\n\t\x1b", 6)) == "a\\0b\\n\\t\\x1b");
