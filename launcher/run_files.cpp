@@ -38,11 +38,16 @@ LaunchError cannot_create(const std::string& dir, int error, std::string hint) {
                      exit_status::kUsageError, std::move(hint));
 }
 
-/// mkdir(2) of one folder, which may exist already.
-void make_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return;
-  throw LaunchError(fmt::format("cannot create {}: {}", dir, std::strerror(errno)),
-                    exit_status::kFailure);
+/// mkdir(2) of one folder, which may exist already: empty, or why it cannot be made.
+std::string make_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0) return {};
+  int error = errno;
+  struct stat st {};
+  if (error == EEXIST) {
+    // A file in its place (a worker's) is named, rather than the folder below it.
+    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return {};
+  }
+  return fmt::format("cannot create {}: {}", dir, std::strerror(error));
 }
 
 // The run folder without --log_dir, in TMPDIR. A TMPDIR that is missing or not writable (a
@@ -123,23 +128,26 @@ RunFiles::RankFiles RunFiles::prepare_rank(int attempt, int rank) {
   if (!keep_output_) {
     error_files_.push_back(
         fmt::format("{}/attempt_{}.rank_{}.error.json", run_dir_, attempt, rank));
-    return {error_files_.back(), ""};
+    return {error_files_.back(), "", ""};
   }
   const std::string attempt_dir = fmt::format("{}/attempt_{}", run_dir_, attempt);
-  make_dir(attempt_dir);
   std::string dir = fmt::format("{}/rank_{}", attempt_dir, rank);
-  make_dir(dir);
-  return {dir + "/error.json", dir};
+  std::string error = make_dir(attempt_dir);
+  if (error.empty()) error = make_dir(dir);
+  if (!error.empty()) {
+    // Beside the folder that is not there (the temporary layout's name): a run folder that
+    // still has room keeps the rank's error file for the report.
+    return {fmt::format("{}/attempt_{}.rank_{}.error.json", run_dir_, attempt, rank), dir,
+            std::move(error)};
+  }
+  return {dir + "/error.json", dir, ""};
 }
 
 int RunFiles::open_stream_log(const std::string& log_dir, std::string_view name) const {
   if (!keep_output_) return -1;
   std::string path = fmt::format("{}/{}", log_dir, name);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw LaunchError(fmt::format("cannot create {}: {}", path, std::strerror(errno)),
-                      exit_status::kFailure);
-  }
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot create " + path);
   return fd;
 }
 

@@ -35,11 +35,16 @@ class RunFiles {
   struct RankFiles {
     std::string error_file;  // its TORCHELASTIC_ERROR_FILE
     std::string log_dir;     // the folder of its logs; empty without --log_dir
+    // Why its log folder could not be made ("cannot create DIR/attempt_1: No space left on
+    // device"); log_dir is then where it would have been, and error_file is in the run folder.
+    std::string log_error;
   };
   /// Says where the files of `rank` in `attempt` go, with --log_dir after creating its
-  /// folder attempt_<n>/rank_<r>/.
+  /// folder attempt_<n>/rank_<r>/. A folder that cannot be made is no error (log_error): the
+  /// rank runs without log files rather than not at all.
   RankFiles prepare_rank(int attempt, int rank);
   /// Opens (creates, truncates) a log file in a rank's log folder; -1 without --log_dir.
+  /// Throws std::system_error naming the file when it cannot be created.
   int open_stream_log(const std::string& log_dir, std::string_view name) const;
 
   /// Appends a timestamped line to xlaunch.log (no-op without --log_dir).

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <system_error>
 
 namespace fs = std::filesystem;
 using namespace xlaunch::launcher;
@@ -115,4 +116,25 @@ TEST_CASE("with --log_dir each rank has a folder for its logs and error file", "
   CHECK(fd >= 0);
   ::close(fd);
   CHECK(fs::exists(rank.log_dir + "/stdout.log"));
+}
+
+TEST_CASE("a rank log folder that cannot be made is said, not thrown", "[run_files]") {
+  TempDir tmp;
+  const std::string logs = (tmp.path / "logs").string();
+  RunFiles files("exp", logs);
+  std::ofstream(logs + "/exp/attempt_1") << "a worker's file";  // where the folder goes
+  RunFiles::RankFiles rank;
+  REQUIRE_NOTHROW(rank = files.prepare_rank(1, 0));
+  CHECK(rank.log_error == "cannot create " + logs + "/exp/attempt_1: File exists");
+  CHECK(rank.log_dir == logs + "/exp/attempt_1/rank_0");  // where its logs would have gone
+  // The run folder still has room for its error file.
+  CHECK(rank.error_file == logs + "/exp/attempt_1.rank_0.error.json");
+  CHECK(files.prepare_rank(0, 0).log_error.empty());
+  try {
+    files.open_stream_log(rank.log_dir, "stdout.log");
+    FAIL("a log in a missing folder was opened");
+  } catch (const std::system_error& e) {
+    CHECK(std::string(e.what()) ==
+          "cannot create " + logs + "/exp/attempt_1/rank_0/stdout.log: Not a directory");
+  }
 }

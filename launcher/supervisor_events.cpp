@@ -191,6 +191,7 @@ void Supervisor::Impl::run_attempt(int attempt) {
   failure_published = false;
   stalled_stop = false;
   first_failure.reset();
+  unmade_log_said = false;
   io.restart();
   if (monitor) monitor->begin_attempt(plan.master_addr, plan.master_port);
   add_stop_signals();

@@ -93,6 +93,7 @@ struct Supervisor::Impl {
 
   std::vector<Worker> workers;
   std::vector<LogCut> log_cuts;  // this attempt's rank logs that stop short
+  bool unmade_log_said = false;  // this attempt warned of a rank log it could not make
   std::unordered_map<long, std::size_t> by_pid;
   int unfinished = 0;     // workers started and not finished
   bool spawning = false;  // the attempt cannot end before every worker was started
@@ -175,8 +176,10 @@ struct Supervisor::Impl {
   // Reads the worker's pipes for kDrainGrace more at most, then closes them; `say_why` logs
   // that a descendant held them.
   void stop_reading_later(Worker& worker, bool say_why);
-  void open_stream(Stream& stream, int rank_index, const std::string& log_dir, bool is_stderr,
-                   Pipe& pipe);
+  void open_stream(Stream& stream, int rank_index, const RunFiles::RankFiles& rank_files,
+                   bool is_stderr, Pipe& pipe);
+  // The stream's log file could not be made (`why`): its output goes to the console only.
+  void log_not_made(int rank, Stream& stream, const std::string& why);
 
   // --- the preloading template (supervisor_preload.cpp) -----------------------------
 
@@ -201,8 +204,8 @@ struct Supervisor::Impl {
   void read_output(Worker& worker, bool started);
   // After the spawner failed: kills our children it made and never named.
   void kill_unnamed_children();
-  // The rank could not be started (no descriptors left, a log folder that cannot be made,
-  // no process): a failure of this rank, reported like any other.
+  // The rank could not be started (no descriptors left, no process): a failure of this
+  // rank, reported like any other.
   void fail_to_start(Worker& worker, int local_rank, int exit_code, const std::string& reason);
   // Watches the read end of a new worker's start-status pipe, and the start bound.
   void watch_start(Worker& worker, int status_fd);

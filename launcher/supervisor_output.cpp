@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <system_error>
 
 #include "launcher/prefix_lines.hpp"
 #include "launcher/supervisor_impl.hpp"
@@ -43,6 +44,7 @@ void Supervisor::Impl::log_bytes(Worker& worker, Stream& stream, std::string_vie
       say("xlaunch: warning: {}\n", describe_log_cut(cut));
       log_cuts.push_back(cut);  // xlaunch.log gets it at the end, when there may be room again
       close_fd(stream.log_fd);
+      stream.shown = true;  // a stream kept off the console (--redirects) would be lost
       return;
     }
     stream.logged += static_cast<std::uint64_t>(n);
@@ -193,17 +195,42 @@ void Supervisor::Impl::stop_reading_later(Worker& worker, bool say_why) {
   });
 }
 
-void Supervisor::Impl::open_stream(Stream& stream, int rank_index, const std::string& log_dir,
-                                   bool is_stderr, Pipe& pipe) {
+// Logging trouble (a full disk, a file where the attempt's folder goes) costs the rank its
+// log file, not its run or a restart: its output goes to the console only, as after a log
+// cut. The first such log of an attempt is said at once, all of them at the end (log_cuts).
+void Supervisor::Impl::log_not_made(int rank, Stream& stream, const std::string& why) {
+  log_cuts.push_back(LogCut{rank, attempt, stream.log_path, 0, why});
+  stream.shown = true;  // a stream kept off the console (--redirects) would be lost
+  if (unmade_log_said) return;
+  unmade_log_said = true;
+  say("xlaunch: warning: {}; attempt {}'s ranks whose log files cannot be made run with their "
+      "output on the console only (summary.json's log_cuts lists them)\n",
+      why, attempt);
+}
+
+void Supervisor::Impl::open_stream(Stream& stream, int rank_index,
+                                   const RunFiles::RankFiles& rank_files, bool is_stderr,
+                                   Pipe& pipe) {
   stream.is_stderr = is_stderr;
   stream.console = is_stderr ? ConsoleStream::err : ConsoleStream::out;
   const bool rank_shown = !plan.console_ranks || plan.console_ranks->contains(rank_index);
   const auto& streams = plan.console_streams[rank_index];
   stream.shown = rank_shown && (is_stderr ? streams.stderr_shown : streams.stdout_shown);
   const char* name = is_stderr ? "stderr.log" : "stdout.log";
+  const std::string& log_dir = rank_files.log_dir;
   stream.log_path = log_dir.empty() ? "" : fmt::format("{}/{}", log_dir, name);
-  stream.log_fd = files.open_stream_log(log_dir, name);
+  stream.log_fd = -1;
   stream.logged = 0;
+  const int rank = plan.rank_offset + rank_index;
+  if (!rank_files.log_error.empty()) {
+    log_not_made(rank, stream, rank_files.log_error);
+  } else {
+    try {
+      stream.log_fd = files.open_stream_log(log_dir, name);
+    } catch (const std::system_error& e) {
+      log_not_made(rank, stream, e.what());
+    }
+  }
   if (!stream.buffer) stream.buffer = std::make_unique_for_overwrite<char[]>(kReadChunk);
   stream.pipe = std::make_unique<asio::posix::stream_descriptor>(io, pipe.read_fd);
   pipe.read_fd = -1;

@@ -51,11 +51,12 @@ void Supervisor::Impl::start_worker(Worker& worker, int attempt, int local_rank)
     resize_pipe(out.read_fd, rank_pipe_bytes);
     resize_pipe(err.read_fd, rank_pipe_bytes);
     status = make_pipe();
-    open_stream(worker.out, local_rank, rank_files.log_dir, false, out);
-    open_stream(worker.err, local_rank, rank_files.log_dir, true, err);
+    open_stream(worker.out, local_rank, rank_files, false, out);
+    open_stream(worker.err, local_rank, rank_files, true, err);
   } catch (const std::exception& e) {
-    // No descriptors left, a log folder that cannot be made...: this rank fails to start
-    // and the job ends with a report and its summary.json, like any other failure.
+    // No descriptors left...: this rank fails to start and the job ends with a report and
+    // its summary.json, like any other failure. (Its log files are no reason: see
+    // open_stream.)
     for (Pipe* pipe : {&out, &err, &status}) {
       close_fd(pipe->read_fd);
       close_fd(pipe->write_fd);

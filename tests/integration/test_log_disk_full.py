@@ -75,3 +75,39 @@ def test_a_full_log_disk_is_reported_naming_the_rank_and_where_the_log_stops(xla
         str(copy), str(logs)), "stops_at_byte": size, "error": "No space left on device"}]
     assert warning.split("warning: ")[1].strip() in (copy / "full" / "xlaunch.log").read_text()
     assert "line 3999" in (tmp_path / "stdout").read_text()  # the console got everything
+
+
+def test_a_log_disk_out_of_inodes_at_a_restart_costs_no_restart(xlaunch_bin, tmp_path):
+    # Attempt 0 uses up the log file system's inodes and fails: attempt 1's log folder cannot
+    # be made. Before: the restart's rank "exited with code 1" (pid 0) without running, "no
+    # restarts left", exit 1. Now it runs, its output (redirected, even) on the console only.
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.fail("this test mounts a tmpfs: run it as root, with util-linux's unshare")
+    logs, copy = tmp_path / "logs", tmp_path / "copy"
+    logs.mkdir()
+    script = ('mount -t tmpfs -o size=4m,nr_inodes=64 tmpfs "$LOGS" || exit 99; '
+              '"$@"; rc=$?; cp -r "$LOGS" "$COPY"; exit $rc')
+    worker = ('if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then mkdir "$LOGS/fill"; i=0; '
+              'while touch "$LOGS/fill/$i" 2>/dev/null; do i=$((i+1)); done; exit 3; fi; '
+              'rm -rf "$LOGS/fill"; echo attempt 1 ran fine')
+    cmd = ["unshare", "-m", "sh", "-c", script, "sh", xlaunch_bin, "launch", "--log_dir",
+           str(logs), "--rdzv_id", "inodes", "--max_restarts", "1", "--redirects", "3",
+           "--no_python", "sh", "-c", worker]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                       env=merged_env({"LOGS": str(logs), "COPY": str(copy)}))
+    assert r.returncode == 0, r.stderr
+    assert "[rank0]: attempt 1 ran fine" in r.stdout, r.stdout
+    attempt_1 = f"{logs}/inodes/attempt_1"
+    warnings = [line for line in r.stderr.splitlines() if "warning" in line]
+    assert warnings == [
+        f"xlaunch: warning: cannot create {attempt_1}: No space left on device; attempt 1's "
+        "ranks whose log files cannot be made run with their output on the console only "
+        "(summary.json's log_cuts lists them)"], r.stderr
+    assert "pid 0" not in r.stderr and "no restarts left" not in r.stderr
+    summary = json.loads((copy / "inodes" / "summary.json").read_text())
+    assert summary["exit_code"] == 0
+    assert [(w["attempt"], w["exit_code"]) for w in summary["workers"]] == [(0, 3), (1, 0)]
+    assert summary["log_cuts"] == [
+        {"rank": 0, "attempt": 1, "log": f"{attempt_1}/rank_0/{name}.log", "stops_at_byte": 0,
+         "error": f"cannot create {attempt_1}: No space left on device"}
+        for name in ("stdout", "stderr")]

@@ -119,17 +119,35 @@ def test_a_closed_stdin_at_start_still_gets_a_guardian(xlaunch_bin, tmp_path):
     assert "orphan containment" in log and "no guardian" not in log, log
 
 
-def test_a_rank_that_cannot_be_set_up_is_a_reported_failure(xlaunch_bin, tmp_path):
-    # Attempt 0 puts a file where attempt 1's folder must go: the restart cannot set up
-    # its ranks. Before: an uncaught error, exit 1, no summary.json.
+def test_a_file_where_the_restart_logs_go_costs_no_restart(xlaunch_bin, tmp_path):
+    # Attempt 0 puts a file where attempt 1's log folder must go. Before: the restart's ranks
+    # "exited with code 1" (pid 0) without running, and the job failed with no restarts left.
+    # Logging trouble is no rank's failure: attempt 1 runs, its output on the console only.
     logs = tmp_path / "logs"
     r = run(xlaunch_bin, ["--num_processes", "2", "--max_restarts", "1", "--log_dir", str(logs),
-                          "--no_python", "/bin/sh", "-c",
+                          "--rdzv_id", "blocked", "--no_python", "/bin/sh", "-c",
                           '[ $TORCHELASTIC_RESTART_COUNT = 0 ] && [ $RANK = 0 ] && '
-                          '{ touch "$XLAUNCH_LOG_DIR/attempt_1"; exit 4; }; sleep 30'])
-    assert r.returncode == 1, r.stderr
-    assert "could not set up this rank" in r.stderr
+                          '{ touch "$XLAUNCH_LOG_DIR/attempt_1"; exit 4; }; '
+                          '[ $TORCHELASTIC_RESTART_COUNT = 0 ] && sleep 30; '
+                          'echo attempt $TORCHELASTIC_RESTART_COUNT ok; echo err $RANK >&2'])
+    assert r.returncode == 0, r.stderr
+    assert sorted(line for line in r.stdout.splitlines() if "ok" in line) == [
+        "[rank0]: attempt 1 ok", "[rank1]: attempt 1 ok"]
+    assert "[rank1]: err 1" in r.stderr
+    run_dir = logs / "blocked"
+    warnings = [line for line in r.stderr.splitlines() if line.startswith("xlaunch: warning:")]
+    assert warnings == [
+        f"xlaunch: warning: cannot create {run_dir}/attempt_1: File exists; attempt 1's ranks "
+        "whose log files cannot be made run with their output on the console only "
+        "(summary.json's log_cuts lists them)"], r.stderr
+    assert "pid 0" not in r.stderr and "no restarts left" not in r.stderr
     _, s = summary(logs)
-    assert s["exit_code"] == 1
-    assert s["root_cause"]["attempt"] == 1 and s["root_cause"]["rank"] == 0
-    assert [w["rank"] for w in s["not_started"]] == [1]
+    assert s["exit_code"] == 0
+    assert (s["root_cause"]["attempt"], s["root_cause"]["rank"]) == (0, 0)  # the restart's cause
+    assert sorted((c["rank"], c["log"]) for c in s["log_cuts"]) == sorted(
+        (rank, f"{run_dir}/attempt_1/rank_{rank}/{name}.log")
+        for rank in (0, 1) for name in ("stdout", "stderr"))
+    assert {(c["attempt"], c["stops_at_byte"], c["error"]) for c in s["log_cuts"]} == {
+        (1, 0, f"cannot create {run_dir}/attempt_1: File exists")}
+    assert sorted(w["exit_code"] for w in s["workers"] if w["attempt"] == 1) == [0, 0]
+    assert "attempt_1" in (run_dir / "xlaunch.log").read_text()
