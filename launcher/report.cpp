@@ -41,6 +41,7 @@ std::string signal_name(int signal) {
 }
 
 std::string describe_end(const WorkerOutcome& worker) {
+  if (worker.start_error) return "could not be started: " + *worker.start_error;
   if (worker.signal) {
     return fmt::format("was killed by {} (signal {})", signal_name(*worker.signal), *worker.signal);
   }
@@ -50,11 +51,18 @@ std::string describe_end(const WorkerOutcome& worker) {
 
 std::string format_root_cause(const RootCause& cause, int world_size) {
   const WorkerOutcome& w = cause.worker;
+  const std::string attempt =
+      w.attempt > 0 ? fmt::format(" (attempt {})", w.attempt) : std::string();
+  // It never ran: no pid, no exit code, no time of its own to report.
   std::string out =
-      fmt::format("xlaunch: error: rank {}/{} (local rank {}, host {}, pid {}) {} at {}{}\n",
-                  w.rank, world_size, w.local_rank, cause.host, w.pid, describe_end(w),
-                  cause.worker.end ? iso_time(*cause.worker.end) : std::string("?"),
-                  w.attempt > 0 ? fmt::format(" (attempt {})", w.attempt) : std::string());
+      w.start_error
+          ? fmt::format(
+                "xlaunch: error: rank {}/{} (local rank {}, host {}) could not be "
+                "started{}: {}\n",
+                w.rank, world_size, w.local_rank, cause.host, attempt, *w.start_error)
+          : fmt::format("xlaunch: error: rank {}/{} (local rank {}, host {}, pid {}) {} at {}{}\n",
+                        w.rank, world_size, w.local_rank, cause.host, w.pid, describe_end(w),
+                        cause.worker.end ? iso_time(*cause.worker.end) : std::string("?"), attempt);
   if (!cause.stderr_tail.empty()) {
     out += fmt::format("xlaunch: last {} line(s) of rank {}'s stderr:\n", cause.stderr_tail.size(),
                        w.rank);

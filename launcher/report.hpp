@@ -21,6 +21,8 @@ struct WorkerOutcome {
   std::optional<int> exit_code;      // set when it exited
   std::optional<int> signal;         // set when a signal ended it
   bool stopped_by_launcher = false;  // ended by the launcher's teardown, not on its own
+  // Why it got no process (pid 0): "could not set up this rank: Too many open files".
+  std::optional<std::string> start_error;
   Clock::time_point start;
   std::optional<Clock::time_point> end;
 };
@@ -67,7 +69,7 @@ int exit_code_of(const WorkerOutcome& worker);
 bool failed(const WorkerOutcome& worker);
 /// "SIGSEGV" for 11; "signal 99" when unknown.
 std::string signal_name(int signal);
-/// "exited with code 3" / "was killed by SIGSEGV (signal 11)".
+/// "exited with code 3" / "was killed by SIGSEGV (signal 11)" / "could not be started: why".
 std::string describe_end(const WorkerOutcome& worker);
 
 /// The multi-line root-cause report printed to stderr, every line prefixed "xlaunch: ".

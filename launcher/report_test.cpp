@@ -141,3 +141,22 @@ TEST_CASE("a rank's bytes in the failure report cannot move the cursor or forge 
                        "xlaunch:   | \\x1b[3A\\x1b[Jxlaunch: all 2 workers finished successfully"));
   CHECK_THAT(text, Catch::Contains("xlaunch:   | clear \\x1b[2J screen"));
 }
+
+TEST_CASE("a rank that got no process is reported as not started, with why", "[report]") {
+  RootCause cause;
+  cause.host = "node7";
+  cause.worker.rank = 1;
+  cause.worker.local_rank = 1;
+  cause.worker.attempt = 2;
+  cause.worker.exit_code = 1;  // stands for it in the exit code
+  cause.worker.start_error = "could not set up this rank: Too many open files";
+  CHECK(describe_end(cause.worker) ==
+        "could not be started: could not set up this rank: Too many open files");
+  const std::string report = format_root_cause(cause, 4);
+  CHECK(
+      report.starts_with("xlaunch: error: rank 1/4 (local rank 1, host node7) could not be "
+                         "started (attempt 2): could not set up this rank: Too many open "
+                         "files\n"));
+  CHECK(report.find("pid 0") == std::string::npos);
+  CHECK(report.find("exited") == std::string::npos);
+}

@@ -167,7 +167,8 @@ void Supervisor::Impl::fail_to_start(Worker& worker, int local_rank, int exit_co
                                      const std::string& reason) {
   worker.outcome.exit_code = exit_code;
   worker.outcome.end = Clock::now();
-  worker.stderr_tail.push_back("xlaunch " + reason);
+  worker.outcome.start_error = reason;  // the report says it could not be started, and why
+
   files.log(fmt::format("rank {}: {}", worker.outcome.rank, reason));
   note_failure(static_cast<std::size_t>(local_rank));
 }
