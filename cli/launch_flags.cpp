@@ -117,7 +117,9 @@ const KeyFlag kKeyFlags[] = {
      "Streams kept off the console (log files only): 0 none, 1 stdout, 2 stderr, 3 both, or "
      "per local rank like 0:3,1:2 (default: 0)",
      kSupervision, "SPEC"},
-    {"tee", "-t,--tee", "Accepted for torchrun compatibility: console and files is the default",
+    {"tee", "-t,--tee",
+     "Streams shown on the console even when --redirects keeps them off it, as in torchrun: "
+     "same values as --redirects (default: 0)",
      kSupervision, "SPEC"},
     {"signals_to_handle", "--signals_to_handle",
      "Signals that stop the job; xlaunch handles SIGTERM,SIGINT,SIGHUP,SIGQUIT (default: "

@@ -57,14 +57,17 @@ ConsoleSelection console_selection(const Settings& s, int local_world_size) {
     selection.ranks = parse_rank_filter(*s.local_ranks_filter, local_world_size);
   }
   selection.streams.assign(local_world_size, ConsoleStreams{});
-  if (s.redirects) {
-    auto redirected = parse_std_spec("--redirects", *s.redirects, local_world_size);
-    for (int r = 0; r < local_world_size; ++r) {
-      selection.streams[r].stdout_shown = !(redirected[r] & 1);
-      selection.streams[r].stderr_shown = !(redirected[r] & 2);
-    }
+  std::vector<int> redirected(local_world_size, 0);
+  if (s.redirects) redirected = parse_std_spec("--redirects", *s.redirects, local_world_size);
+  // torchrun adds tee on top of redirects (redirs[r] |= tee): a tee'd stream goes to its
+  // file and the console, whatever --redirects says.
+  std::vector<int> teed(local_world_size, 0);
+  if (s.tee) teed = parse_std_spec("--tee", *s.tee, local_world_size);
+  for (int r = 0; r < local_world_size; ++r) {
+    const int off_console = redirected[r] & ~teed[r];
+    selection.streams[r].stdout_shown = !(off_console & 1);
+    selection.streams[r].stderr_shown = !(off_console & 2);
   }
-  if (s.tee) parse_std_spec("--tee", *s.tee, local_world_size);  // checked; tee is the default
   return selection;
 }
 

@@ -14,7 +14,7 @@
 namespace xlaunch::config {
 
 /// Which of a worker's streams reach the console (torchrun's --redirects: a redirected
-/// stream goes to its log file only).
+/// stream goes to its log file only, unless --tee names it too).
 struct ConsoleStreams {
   bool stdout_shown = true;
   bool stderr_shown = true;
@@ -26,9 +26,10 @@ struct ConsoleSelection {
   std::vector<ConsoleStreams> streams;  // per local rank
 };
 
-/// The selection from --local_ranks_filter, --redirects and --tee (checked too, though teeing
-/// is what the console does anyway). Throws UsageError (exit 2) naming the flag and what to
-/// give for a value that is not one, or a local rank outside 0..local_world_size-1.
+/// The selection from --local_ranks_filter, --redirects and --tee (a stream in --tee is
+/// shown even when --redirects names it, as in torchrun). Throws UsageError (exit 2) naming the
+/// flag and what to give for a value that is not one, or a local rank outside
+/// 0..local_world_size-1.
 ConsoleSelection console_selection(const Settings& settings, int local_world_size);
 
 /// Parses torchrun's --redirects/--tee value ("3", or "0:1,1:2" per local rank) into the

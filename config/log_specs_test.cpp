@@ -43,3 +43,23 @@ TEST_CASE("the console selection: filtered ranks and redirected streams", "[log_
   bad_tee.tee = "7";
   CHECK_THROWS_WITH(console_selection(bad_tee, 2), Catch::Contains("--tee: '7'"));
 }
+
+TEST_CASE("tee is added on top of redirects, as torchrun does", "[log_specs]") {
+  Settings s;
+  s.redirects = "3";
+  s.tee = "3";  // torchrun's -r 3 -t 3: files and console
+  for (const ConsoleStreams& c : console_selection(s, 2).streams) {
+    CHECK(c.stdout_shown);
+    CHECK(c.stderr_shown);
+  }
+  s.tee = "0:1";  // local rank 0's stdout only
+  const ConsoleSelection some = console_selection(s, 2);
+  CHECK(some.streams[0].stdout_shown);
+  CHECK_FALSE(some.streams[0].stderr_shown);
+  CHECK_FALSE(some.streams[1].stdout_shown);
+  CHECK_FALSE(some.streams[1].stderr_shown);
+  Settings tee_only;
+  tee_only.tee = "2";  // nothing redirected: everything shown, as without it
+  CHECK(console_selection(tee_only, 1).streams[0].stdout_shown);
+  CHECK(console_selection(tee_only, 1).streams[0].stderr_shown);
+}
