@@ -21,10 +21,13 @@ namespace {
 void say_outcome(const LaunchPlan& plan, const RunFiles& files, const Outcome& outcome) {
   const RunSummary& summary = outcome.summary;
   if (summary.exit_code == exit_status::kSuccess) {
+    // Logs in a temporary folder are kept (--redirects without --log_dir): say where.
+    const std::string logs =
+        files.logs_in_temp() ? fmt::format(" (logs: {})", files.run_dir()) : "";
     if (plan.local_world_size == 1) {
-      say("xlaunch: the worker finished successfully\n");
+      say("xlaunch: the worker finished successfully{}\n", logs);
     } else {
-      say("xlaunch: all {} workers finished successfully\n", plan.local_world_size);
+      say("xlaunch: all {} workers finished successfully{}\n", plan.local_world_size, logs);
     }
   } else if (summary.interrupted_by &&
              summary.exit_code == exit_status::kSignalBase + *summary.interrupted_by) {

@@ -13,6 +13,7 @@
 #include "job/plan_step.hpp"
 #include "job/store_hosting.hpp"
 #include "job/supervise.hpp"
+#include "launcher/launch_plan.hpp"
 #include "launcher/process.hpp"
 #include "launcher/run_files.hpp"
 #include "launcher/spawner.hpp"
@@ -40,7 +41,8 @@ int launch(const LaunchRequest& request) {
   // From the run folder on, a stop signal waits for the supervisor's handlers, so that
   // the run ends with its summary.json; until then it ends xlaunch as usual.
   std::optional<StopSignalsHeld> held(std::in_place);
-  RunFiles files(job.plan.run_id, job.plan.log_dir);
+  RunFiles files(job.plan.run_id, job.plan.log_dir,
+                 output_off_console(job.plan) ? RunFiles::Logs::in_temp : RunFiles::Logs::none);
   announce_run(job, files);
   const Outcome outcome = supervise(job, files, held);
   return finish(job, files, outcome);

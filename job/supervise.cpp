@@ -77,6 +77,14 @@ void announce_run(Job& job, RunFiles& files) {
       plan.master_addr, plan.master_port,
       job.request.config_file ? fmt::format(", config {}", *job.request.config_file) : "",
       files.keeps_output() ? fmt::format(", logs in {}", files.run_dir()) : "");
+  if (files.logs_in_temp()) {
+    const std::string note = fmt::format(
+        "--redirects keeps output off the console and there is no --log_dir: the workers' "
+        "logs go to {}, which stays after the run",
+        files.run_dir());
+    say("xlaunch: note: {}\n", note);
+    files.log(note);
+  }
   // What runs, interpreter resolved: the first thing to check when a worker misbehaves.
   say("xlaunch: command: {}\n", fmt::join(plan.argv, " "));
   if (plan.local_world_size > 1 && omp_threads_defaulted(job.parent_env) &&

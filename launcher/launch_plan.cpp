@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <thread>
 
@@ -205,6 +206,12 @@ void set_forwarded_signals(LaunchPlan& plan, const config::Settings& s) {
 }
 
 }  // namespace
+
+bool output_off_console(const LaunchPlan& plan) {
+  return std::any_of(
+      plan.console_streams.begin(), plan.console_streams.end(),
+      [](const config::ConsoleStreams& s) { return !s.stdout_shown || !s.stderr_shown; });
+}
 
 std::string make_run_id(std::chrono::system_clock::time_point now, std::uint32_t random) {
   auto seconds = std::chrono::floor<std::chrono::seconds>(now);

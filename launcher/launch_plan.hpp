@@ -71,6 +71,10 @@ LaunchPlan make_plan(const config::Settings& settings, std::vector<std::string> 
 /// nullopt when every worker has one, or for a CPU job.
 std::optional<std::string> shared_gpus_warning(const LaunchPlan& plan);
 
+/// Some stream of some worker goes to its log file only (--redirects, not in --tee): without
+/// --log_dir the run then needs log files all the same.
+bool output_off_console(const LaunchPlan& plan);
+
 /// A fresh run id: UTC date-time plus random hex, sortable in a log folder.
 std::string make_run_id(std::chrono::system_clock::time_point now, std::uint32_t random);
 

@@ -219,3 +219,11 @@ TEST_CASE("signals named beyond the four stop signals are forwarded to the worke
   s.signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   CHECK(plan_for(s).forwarded_signals.empty());
 }
+
+TEST_CASE("output kept off the console: a redirected stream no tee shows", "[plan]") {
+  LaunchPlan plan;
+  plan.console_streams.assign(2, config::ConsoleStreams{});
+  CHECK_FALSE(output_off_console(plan));
+  plan.console_streams[1].stderr_shown = false;
+  CHECK(output_off_console(plan));
+}

@@ -72,7 +72,8 @@ std::string make_temp_run_dir(const std::string& run_id, std::optional<std::stri
 
 }  // namespace
 
-RunFiles::RunFiles(const std::string& run_id, const std::optional<std::string>& log_dir) {
+RunFiles::RunFiles(const std::string& run_id, const std::optional<std::string>& log_dir,
+                   Logs without_log_dir) {
   std::optional<std::string> taken;
   std::optional<std::string> temp_note;
   if (log_dir) {
@@ -95,10 +96,14 @@ RunFiles::RunFiles(const std::string& run_id, const std::optional<std::string>& 
             exit_status::kUsageError, "give each run its own --rdzv_id, or another --log_dir");
       }
     }
-    std::string path = run_dir_ + "/xlaunch.log";
-    log_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   } else {
     run_dir_ = make_temp_run_dir(run_id, temp_note);
+    // Never removed: it holds output the console did not get.
+    keep_output_ = logs_in_temp_ = without_log_dir == Logs::in_temp;
+  }
+  if (keep_output_) {
+    std::string path = run_dir_ + "/xlaunch.log";
+    log_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   }
   if (temp_note) {
     say("xlaunch: note: {}\n", *temp_note);

@@ -4,7 +4,8 @@
 // Without it, a fresh temporary folder ($TMPDIR/xlaunch-<run_id>-XXXXXX) holds only the
 // workers' error files, attempt_<n>.rank_<r>.error.json (no folders inside: each rmdir waits
 // for a disk round trip where the file system discards, 0.3 ms here); when the job succeeds,
-// exactly what this run made there is removed.
+// exactly what this run made there is removed. A run whose output needs files without
+// --log_dir (--redirects) gets the --log_dir layout in the temporary folder, kept like one.
 #pragma once
 
 #include <optional>
@@ -20,16 +21,22 @@ inline constexpr const char* kRunOwnFiles[] = {"gpu.csv", "preload.log"};
 
 class RunFiles {
  public:
+  /// Without --log_dir: error files only, or every log (output kept off the console must
+  /// land somewhere, as torchrun's does in a temporary folder).
+  enum class Logs { none, in_temp };
   /// Creates the run folder (a new one, never an existing one). Prints a note on stderr and in
   /// xlaunch.log when DIR/<run_id> was taken. Throws LaunchError (exit 2) naming the folder
   /// when it cannot be created.
-  RunFiles(const std::string& run_id, const std::optional<std::string>& log_dir);
+  RunFiles(const std::string& run_id, const std::optional<std::string>& log_dir,
+           Logs without_log_dir = Logs::none);
   ~RunFiles();
   RunFiles(const RunFiles&) = delete;
   RunFiles& operator=(const RunFiles&) = delete;
 
   const std::string& run_dir() const { return run_dir_; }
   bool keeps_output() const { return keep_output_; }
+  /// The logs are in a temporary folder nobody named: the run's end says where they are.
+  bool logs_in_temp() const { return logs_in_temp_; }
 
   /// Where one rank of one attempt keeps its files.
   struct RankFiles {
@@ -68,6 +75,7 @@ class RunFiles {
   std::vector<std::string> error_files_;  // handed out in the temporary folder
   std::vector<std::string> owned_files_;  // own_file()'s, in run_dir_
   bool keep_output_ = false;
+  bool logs_in_temp_ = false;
   bool keep_temporary_ = false;
   int log_fd_ = -1;
 };

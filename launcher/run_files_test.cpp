@@ -138,3 +138,23 @@ TEST_CASE("a rank log folder that cannot be made is said, not thrown", "[run_fil
           "cannot create " + logs + "/exp/attempt_1/rank_0/stdout.log: Not a directory");
   }
 }
+
+TEST_CASE("logs in the temporary folder: the --log_dir layout, kept after success", "[run_files]") {
+  TempDir tmp;
+  std::string dir;
+  {
+    RunFiles files("job", std::nullopt, RunFiles::Logs::in_temp);
+    dir = files.run_dir();
+    CHECK(dir.starts_with((tmp.path / "xlaunch-job-").string()));
+    CHECK(files.keeps_output());
+    CHECK(files.logs_in_temp());
+    const RunFiles::RankFiles rank = files.prepare_rank(0, 1);
+    CHECK(rank.log_dir == dir + "/attempt_0/rank_1");
+    const int fd = files.open_stream_log(rank.log_dir, "stdout.log");
+    CHECK(fd >= 0);
+    ::close(fd);
+  }
+  CHECK(fs::exists(dir + "/attempt_0/rank_1/stdout.log"));  // the output nobody saw
+  CHECK(fs::exists(dir + "/xlaunch.log"));
+  CHECK_FALSE(RunFiles("job", std::nullopt).logs_in_temp());
+}

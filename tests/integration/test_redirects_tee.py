@@ -1,6 +1,9 @@
-"""torchrun's --redirects and --tee. A stream in --tee reaches the console as well as its
-file, even when --redirects names it (torchrun: redirs[r] |= tee), so torchrun's `-r 3 -t 3`
-shows everything."""
+"""torchrun's --redirects and --tee. Redirected output is never thrown away: without
+--log_dir it goes to a temporary folder that is kept (torchrun writes it under a mkdtemp
+folder). A stream in --tee reaches the console as well as its file, even when --redirects
+names it (torchrun: redirs[r] |= tee), so torchrun's `-r 3 -t 3` shows everything."""
+import json
+import re
 
 from launch_helpers import launch, summary
 
@@ -13,6 +16,36 @@ def run(xlaunch_bin, tmp_path, args):
     tmp.mkdir(exist_ok=True)
     return launch(xlaunch_bin, [*args, "--no_python", "sh", "-c", SCRIPT],
                   env={"TMPDIR": str(tmp), "HOME": str(tmp_path)})
+
+
+def test_redirects_without_log_dir_keep_the_output_in_a_temporary_folder(xlaunch_bin, tmp_path):
+    # Before: nothing on the console, no file anywhere, exit 0: the output was lost.
+    r = run(xlaunch_bin, tmp_path, ["--redirects", "3", "--num_processes", "2"])
+    assert r.returncode == 0, r.stderr
+    assert "out" not in r.stdout and "err 0" not in r.stderr and "err 1" not in r.stderr
+    (folder,) = (tmp_path / "tmp").iterdir()
+    assert re.fullmatch(r"xlaunch-.+-\w{6}", folder.name), folder
+    assert (f"xlaunch: note: --redirects keeps output off the console and there is no "
+            f"--log_dir: the workers' logs go to {folder}, which stays after the run") \
+        in r.stderr.splitlines()
+    assert r.stderr.splitlines()[-1] == \
+        f"xlaunch: all 2 workers finished successfully (logs: {folder})"
+    for rank in (0, 1):
+        rank_dir = folder / "attempt_0" / f"rank_{rank}"
+        assert (rank_dir / "stdout.log").read_text() == f"out {rank}\n"
+        assert (rank_dir / "stderr.log").read_text() == f"err {rank}\n"
+    assert json.loads((folder / "summary.json").read_text())["exit_code"] == 0
+    assert "run " in (folder / "xlaunch.log").read_text()
+
+
+def test_without_redirects_the_temporary_folder_still_goes(xlaunch_bin, tmp_path):
+    # Only output kept off the console needs the folder; --tee alone keeps nothing off it.
+    for args in ([], ["--tee", "3"], ["--redirects", "3", "--tee", "3"]):
+        r = run(xlaunch_bin, tmp_path, args)
+        assert r.returncode == 0, (args, r.stderr)
+        assert "[rank0]: out 0" in r.stdout and "[rank0]: err 0" in r.stderr, (args, r)
+        assert list((tmp_path / "tmp").iterdir()) == [], args
+        assert "logs" not in r.stderr, (args, r.stderr)
 
 
 def test_tee_shows_redirected_streams_and_keeps_their_files(xlaunch_bin, tmp_path):
