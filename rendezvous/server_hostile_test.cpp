@@ -64,13 +64,7 @@ TEST_CASE("a malformed frame closes only that connection", "[server]") {
   }
   SECTION("a second VALIDATE") {
     Raw raw(f.server.port());
-    Request v;
-    v.op = Op::Validate;
-    v.word = kValidateMagic;
-    std::string s;
-    encode_request(s, Dialect::D2, v);
-    encode_request(s, Dialect::D2, v);
-    raw.send(s);
+    raw.send(validate_req() + validate_req());
     CHECK(raw.closed_by_server());
   }
   CHECK(c.get("/keep") == "1");
@@ -233,11 +227,7 @@ TEST_CASE("one request whose reply would be huge closes only its connection", "[
   Request r;
   r.op = Op::MultiGet;
   r.keys = std::vector<std::string_view>(100, "/v");  // 6.4 MiB of reply from 400 bytes
-  Request validate;
-  validate.op = Op::Validate;
-  validate.word = kValidateMagic;
-  std::string bytes;
-  encode_request(bytes, Dialect::D2, validate);
+  std::string bytes = validate_req();
   encode_request(bytes, Dialect::D2, r);
   raw.send(bytes);
   CHECK(raw.closed_by_server());

@@ -82,6 +82,16 @@ inline std::string add_req(Dialect d, std::string_view key, std::int64_t delta) 
   return out;
 }
 
+// The 2.2+ handshake: a VALIDATE with the magic word, encoded.
+inline std::string validate_req() {
+  Request v;
+  v.op = Op::Validate;
+  v.word = kValidateMagic;
+  std::string out;
+  encode_request(out, Dialect::D2, v);
+  return out;
+}
+
 inline std::string i64_bytes(std::int64_t v) {
   std::string s;
   put_i64(s, v);
