@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
+#include <cstring>
 
 #include "config/regular_file.hpp"
 #include "diagnose/stacks_registry.hpp"
@@ -205,7 +206,18 @@ RootCause Supervisor::Impl::root_cause(const Worker& worker) const {
   cause.stderr_tail.assign(worker.stderr_tail.begin(), worker.stderr_tail.end());
   cause.error_file = worker.error_file;
   // The rank's file: a FIFO or a link to /dev/zero there must not hang the report.
-  cause.error_file_text = config::read_regular_text(worker.error_file, kMaxErrorFileBytes);
+  config::RegularFile file = config::read_regular_file(worker.error_file, kMaxErrorFileBytes);
+  if (file.status == config::RegularFile::Status::Ok) {
+    cause.error_file_text = std::move(file.text);
+  } else if (file.status != config::RegularFile::Status::Missing) {
+    // Said, not silently skipped: the rank meant to leave something there.
+    cause.error_file_text = file.status == config::RegularFile::Status::NotRegular
+                                ? fmt::format("(not read: it is {}, not a regular file)", file.kind)
+                            : file.status == config::RegularFile::Status::TooLarge
+                                ? fmt::format("(not read: {} bytes, more than {} MiB)", file.size,
+                                              kMaxErrorFileBytes >> 20)
+                                : fmt::format("(not read: {})", std::strerror(file.error));
+  }
   return cause;
 }
 

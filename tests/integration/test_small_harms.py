@@ -94,3 +94,22 @@ def test_ill_formed_utf8_from_a_failing_rank_keeps_the_summary_valid_json(xlaunc
     assert summary["root_cause"]["stderr_tail"], summary  # kept, as valid text
     assert (run / "report.html").exists()
     assert b"could not write report.html" not in r.stderr, r.stderr
+
+
+def test_an_error_file_that_cannot_be_read_is_named_not_skipped(xlaunch_bin, tmp_path):
+    # A FIFO or a file over 4 MiB in the error file's place was left out without a word.
+    worker = tmp_path / "w.py"
+    worker.write_text(
+        "import os, sys\n"
+        "path = os.environ['TORCHELASTIC_ERROR_FILE']\n"
+        "if sys.argv[1] == 'fifo':\n"
+        "    os.mkfifo(path)\n"
+        "else:\n"
+        "    open(path, 'wb').write(b'x' * (5 << 20))\n"
+        "sys.exit(1)\n")
+    r = launch(xlaunch_bin, ["--num_processes", "1", str(worker), "fifo"])
+    assert r.returncode == 1, r.stderr
+    assert "(not read: it is a FIFO, not a regular file)" in r.stderr, r.stderr
+    r = launch(xlaunch_bin, ["--num_processes", "1", str(worker), "big"])
+    assert r.returncode == 1, r.stderr
+    assert "(not read: 5242880 bytes, more than 4 MiB)" in r.stderr, r.stderr
