@@ -9,6 +9,7 @@
 // the StoreState and delivers what they cause, server.cpp is StoreServer's public face.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio.hpp>
@@ -91,7 +92,10 @@ struct ServerCore {
   bool stopped = false;
 
   // Owned by the io thread.
-  StoreState state;
+  // One reply may be as large as the largest value (a GET), or the buffered-bytes limit.
+  StoreState state{
+      StateLimits{options.limits.max_value_bytes,
+                  std::max(options.limits.max_buffered_bytes, options.limits.max_value_bytes + 8)}};
   // Node-based: a Connection& stays valid while others are added or closed.
   std::unordered_map<ConnId, Connection> conns;
   PendingBudget pending{options.limits.max_buffered_bytes};

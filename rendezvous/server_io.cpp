@@ -32,10 +32,6 @@ ServerCore::ServerCore(ListeningSocket socket, ServerOptions opts)
     : options(std::move(opts)),
       legacy_default(options.legacy_dialect == LegacyDialect::Torch21 ? Dialect::D1 : Dialect::D0),
       port(socket.port()) {
-  // One reply may be as large as the largest value (a GET), or the buffered-bytes limit.
-  const std::size_t max_reply =
-      std::max(options.limits.max_buffered_bytes, options.limits.max_value_bytes + 8);
-  state = StoreState(StateLimits{options.limits.max_value_bytes, max_reply});
   codec_limits.max_key_bytes = options.limits.max_key_bytes;
   codec_limits.max_value_bytes = options.limits.max_value_bytes;
   codec_limits.max_keys_per_request = options.limits.max_keys_per_request;

@@ -99,11 +99,7 @@ TEST_CASE("a timed-out wait cancels and the connection stays usable", "[server]"
 TEST_CASE("CANCEL_WAIT after STOP_WAITING: the client reads 00 01", "[server]") {
   Fixture f;
   Raw raw(f.server.port());
-  Request validate;
-  validate.op = Op::Validate;
-  validate.word = kValidateMagic;
-  std::string hello;
-  encode_request(hello, Dialect::D2, validate);
+  std::string hello = validate_req();
   Request wait;
   wait.op = Op::Wait;
   wait.keys = {"/w"};
