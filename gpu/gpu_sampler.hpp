@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/nvml.hpp"
+
 namespace xlaunch::gpu {
 
 /// Worker pids of every attempt and their ranks; written by the supervisor's loop, read by
@@ -34,9 +36,10 @@ class GpuSampler {
   /// Receives each round's gpu.csv lines ('\n'-terminated), on the sampler's thread.
   using Sink = std::function<void(std::string_view lines)>;
 
-  /// Opens NVML for sampling `gpus` (NVML indices) about every `interval`; nullptr when NVML
-  /// cannot be opened.
-  static std::unique_ptr<GpuSampler> open(std::vector<unsigned> gpus, const WorkerPids& pids,
+  /// Samples `gpus` (NVML indices) through `nvml` about every `interval`; nullptr without
+  /// an NVML session.
+  static std::unique_ptr<GpuSampler> open(std::unique_ptr<NvmlSession> nvml,
+                                          std::vector<unsigned> gpus, const WorkerPids& pids,
                                           std::chrono::milliseconds interval);
   /// Starts the sampling thread, which hands every round to `sink`. The thread inherits the
   /// caller's signal mask.

@@ -79,11 +79,12 @@ struct GpuSampler::State {
 
 GpuSampler::GpuSampler(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-std::unique_ptr<GpuSampler> GpuSampler::open(std::vector<unsigned> gpus, const WorkerPids& pids,
+std::unique_ptr<GpuSampler> GpuSampler::open(std::unique_ptr<NvmlSession> nvml,
+                                             std::vector<unsigned> gpus, const WorkerPids& pids,
                                              std::chrono::milliseconds interval) {
+  if (!nvml) return nullptr;
   auto state = std::make_unique<State>();
-  state->nvml = NvmlSession::open();
-  if (!state->nvml) return nullptr;
+  state->nvml = std::move(nvml);
   state->gpus = std::move(gpus);
   state->pids = &pids;
   state->interval = interval;

@@ -27,18 +27,6 @@ struct ProcessInfo {
 };
 constexpr int kInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
 
-struct Nvml {
-  int (*init)() = nullptr;
-  int (*shutdown)() = nullptr;
-  int (*count)(unsigned*) = nullptr;
-  int (*handle)(unsigned, Device*) = nullptr;
-  int (*name)(Device, char*, unsigned) = nullptr;
-  int (*uuid)(Device, char*, unsigned) = nullptr;
-  int (*memory)(Device, Memory*) = nullptr;
-  int (*capability)(Device, int*, int*) = nullptr;
-  int (*driver)(char*, unsigned) = nullptr;
-};
-
 template <typename F>
 bool bind(void* lib, const char* symbol, F& into) {
   into = reinterpret_cast<F>(::dlsym(lib, symbol));
@@ -67,57 +55,26 @@ void* open_library() {
 
 }  // namespace
 
-std::optional<NvmlReport> query_nvml() {
-  void* lib = open_library();
-  if (lib == nullptr) return std::nullopt;
-  Nvml nvml;
-  bool ok = bind(lib, "nvmlInit_v2", nvml.init) && bind(lib, "nvmlShutdown", nvml.shutdown) &&
-            bind(lib, "nvmlDeviceGetCount_v2", nvml.count) &&
-            bind(lib, "nvmlDeviceGetHandleByIndex_v2", nvml.handle) &&
-            bind(lib, "nvmlDeviceGetName", nvml.name) &&
-            bind(lib, "nvmlDeviceGetUUID", nvml.uuid) &&
-            bind(lib, "nvmlDeviceGetMemoryInfo", nvml.memory) &&
-            bind(lib, "nvmlDeviceGetCudaComputeCapability", nvml.capability) &&
-            bind(lib, "nvmlSystemGetDriverVersion", nvml.driver);
-  if (!ok || nvml.init() != 0) {
-    ::dlclose(lib);
-    return std::nullopt;
-  }
-  NvmlReport report;
-  std::array<char, 96> text{};
-  if (nvml.driver(text.data(), text.size()) == 0) report.driver_version = text.data();
-  unsigned count = 0;
-  if (nvml.count(&count) == 0) {
-    for (unsigned i = 0; i < count; ++i) {
-      Device device = nullptr;
-      if (nvml.handle(i, &device) != 0) continue;
-      GpuInfo gpu;
-      gpu.index = i;
-      if (nvml.name(device, text.data(), text.size()) == 0) gpu.name = text.data();
-      if (nvml.uuid(device, text.data(), text.size()) == 0) gpu.uuid = text.data();
-      Memory memory{};
-      if (nvml.memory(device, &memory) == 0) gpu.memory_bytes = memory.total;
-      nvml.capability(device, &gpu.compute_major, &gpu.compute_minor);
-      report.gpus.push_back(gpu);
-    }
-  }
-  nvml.shutdown();
-  ::dlclose(lib);
-  return report;
-}
-
 struct NvmlSession::Impl {
   void* lib = nullptr;
   int (*init)() = nullptr;
   int (*shutdown)() = nullptr;
+  int (*count)(unsigned*) = nullptr;
   int (*handle)(unsigned, Device*) = nullptr;
+  int (*name)(Device, char*, unsigned) = nullptr;
+  int (*uuid)(Device, char*, unsigned) = nullptr;
   int (*memory)(Device, Memory*) = nullptr;
+  int (*capability)(Device, int*, int*) = nullptr;
+  int (*driver)(char*, unsigned) = nullptr;
   int (*utilization)(Device, Utilization*) = nullptr;
   int (*processes)(Device, unsigned*, ProcessInfo*) = nullptr;
   std::vector<ProcessInfo> buffer = std::vector<ProcessInfo>(64);
+  bool initialised = false;
+  bool kept_until_exit = false;
 
   ~Impl() {
-    if (shutdown) shutdown();
+    if (kept_until_exit) return;
+    if (initialised) shutdown();
     if (lib) ::dlclose(lib);
   }
 };
@@ -131,15 +88,50 @@ std::unique_ptr<NvmlSession> NvmlSession::open() {
   if (impl->lib == nullptr) return nullptr;
   void* lib = impl->lib;
   // Drivers since r470 export the _v3 process list; older ones only _v2.
-  const bool ok = bind(lib, "nvmlInit_v2", impl->init) &&
-                  bind(lib, "nvmlDeviceGetHandleByIndex_v2", impl->handle) &&
-                  bind(lib, "nvmlDeviceGetMemoryInfo", impl->memory) &&
-                  bind(lib, "nvmlDeviceGetUtilizationRates", impl->utilization) &&
-                  (bind(lib, "nvmlDeviceGetComputeRunningProcesses_v3", impl->processes) ||
-                   bind(lib, "nvmlDeviceGetComputeRunningProcesses_v2", impl->processes));
+  const bool ok =
+      bind(lib, "nvmlInit_v2", impl->init) && bind(lib, "nvmlShutdown", impl->shutdown) &&
+      bind(lib, "nvmlDeviceGetCount_v2", impl->count) &&
+      bind(lib, "nvmlDeviceGetHandleByIndex_v2", impl->handle) &&
+      bind(lib, "nvmlDeviceGetName", impl->name) && bind(lib, "nvmlDeviceGetUUID", impl->uuid) &&
+      bind(lib, "nvmlDeviceGetMemoryInfo", impl->memory) &&
+      bind(lib, "nvmlDeviceGetCudaComputeCapability", impl->capability) &&
+      bind(lib, "nvmlSystemGetDriverVersion", impl->driver) &&
+      bind(lib, "nvmlDeviceGetUtilizationRates", impl->utilization) &&
+      (bind(lib, "nvmlDeviceGetComputeRunningProcesses_v3", impl->processes) ||
+       bind(lib, "nvmlDeviceGetComputeRunningProcesses_v2", impl->processes));
   if (!ok || impl->init() != 0) return nullptr;
-  bind(lib, "nvmlShutdown", impl->shutdown);  // only once init succeeded
+  impl->initialised = true;
   return std::unique_ptr<NvmlSession>(new NvmlSession(std::move(impl)));
+}
+
+void NvmlSession::keep_until_exit() { impl_->kept_until_exit = true; }
+
+NvmlReport NvmlSession::report() {
+  Impl& nvml = *impl_;
+  NvmlReport report;
+  std::array<char, 96> text{};
+  if (nvml.driver(text.data(), text.size()) == 0) report.driver_version = text.data();
+  unsigned count = 0;
+  if (nvml.count(&count) != 0) return report;
+  for (unsigned i = 0; i < count; ++i) {
+    Device device = nullptr;
+    if (nvml.handle(i, &device) != 0) continue;
+    GpuInfo gpu;
+    gpu.index = i;
+    if (nvml.name(device, text.data(), text.size()) == 0) gpu.name = text.data();
+    if (nvml.uuid(device, text.data(), text.size()) == 0) gpu.uuid = text.data();
+    Memory memory{};
+    if (nvml.memory(device, &memory) == 0) gpu.memory_bytes = memory.total;
+    nvml.capability(device, &gpu.compute_major, &gpu.compute_minor);
+    report.gpus.push_back(gpu);
+  }
+  return report;
+}
+
+std::optional<NvmlReport> query_nvml() {
+  std::unique_ptr<NvmlSession> session = NvmlSession::open();
+  if (!session) return std::nullopt;
+  return session->report();
 }
 
 std::optional<GpuReading> NvmlSession::read(unsigned index) {

@@ -23,17 +23,20 @@
 namespace xlaunch::job {
 
 struct Job {
-  explicit Job(const LaunchRequest& r) : request(r) {}
+  explicit Job(const LaunchRequest& r) : request(r), parent_env(launcher::current_environment()) {}
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
   const LaunchRequest& request;
 
+  launcher::Environment parent_env;  // xlaunch's own, read first
+
   // The plan (plan_step.hpp).
-  launcher::Environment parent_env;
   cluster::ClusterDetection cluster;
   config::Settings settings;  // the request's, with what the cluster manager says
-  std::optional<gpu::NvmlReport> nvml;
+  /// NVML, kept open from the plan's discovery for the run's GPU sampling (gpu_watch.hpp).
+  std::unique_ptr<gpu::NvmlSession> nvml_session;
+  std::optional<gpu::NvmlReport> nvml;  // what nvml_session reported
   /// The supervisor reads it by reference: each round's membership updates it in place.
   launcher::LaunchPlan plan;
   config::JoinSettings join;

@@ -31,8 +31,8 @@ int launch(const LaunchRequest& request) {
   ::signal(SIGPIPE, SIG_IGN);
   diagnose::survive_old_dump_signal();
   Job job(request);
+  start_guardian(job);  // before any thread exists: NVML's, in plan_job, is the first
   plan_job(job);
-  start_guardian(job);  // before any thread exists
   warn_if_bf16_unsupported(job);
   host_store(job);
   job.host = job.settings.local_addr.value_or(host_name());  // torchrun's --local_addr

@@ -60,9 +60,17 @@ void check_machines(LaunchPlan& plan, const config::Settings& s) {
 }  // namespace
 
 void plan_job(Job& job) {
-  job.parent_env = current_environment();
   read_cluster(job);
-  job.nvml = query_nvml();
+  {
+    // nvmlInit starts a thread, which takes this one's signal mask: a stop signal must reach
+    // the supervisor's handlers, not end xlaunch there once they are gone.
+    StopSignalsHeld held;
+    job.nvml_session = NvmlSession::open();
+  }
+  if (job.nvml_session) {
+    job.nvml_session->keep_until_exit();
+    job.nvml = job.nvml_session->report();
+  }
   const std::optional<std::string> cuda_visible = lookup(job.parent_env, "CUDA_VISIBLE_DEVICES");
   if (auto warning = cuda_visible_devices_warning(cuda_visible)) {
     say("xlaunch: warning: {}\n", *warning);

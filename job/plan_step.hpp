@@ -1,6 +1,5 @@
-// The first step of a launch: what runs where. Fills in the job's environment, cluster,
-// settings, GPUs and plan, and decides how the machines meet; checks what can be checked
-// before anything is started.
+// What runs where. Fills in the job's cluster, settings, NVML session, GPUs and plan, and
+// decides how the machines meet; checks what can be checked before anything is started.
 #pragma once
 
 #include "job/job_state.hpp"

@@ -113,7 +113,8 @@ Outcome supervise(Job& job, RunFiles& files, std::optional<StopSignalsHeld>& hel
   // GPU use: sampled while the job runs, summed up at its end.
   WorkerPids worker_pids;
   hooks.on_worker_started = [&](int, int rank, long pid) { worker_pids.add(pid, rank); };
-  std::unique_ptr<GpuWatch> gpu_watch = GpuWatch::start(job.plan, job.nvml, files, worker_pids);
+  std::unique_ptr<GpuWatch> gpu_watch =
+      GpuWatch::start(job.plan, job.nvml, std::move(job.nvml_session), files, worker_pids);
   try {
     outcome.summary = supervisor.run(hooks);
   } catch (const AgentError& e) {

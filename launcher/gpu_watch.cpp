@@ -17,8 +17,9 @@ namespace xlaunch::launcher {
 
 std::unique_ptr<GpuWatch> GpuWatch::start(const LaunchPlan& plan,
                                           const std::optional<gpu::NvmlReport>& nvml,
+                                          std::unique_ptr<gpu::NvmlSession> session,
                                           RunFiles& files, const gpu::WorkerPids& pids) {
-  if (plan.gpus.empty() || !nvml) return nullptr;
+  if (plan.gpus.empty() || !nvml || !session) return nullptr;
   auto watch = std::make_unique<GpuWatch>();
   for (const std::string& entry : plan.gpus) {
     if (auto index = gpu::nvml_index_of(entry, *nvml)) watch->gpus_.push_back(*index);
@@ -35,11 +36,8 @@ std::unique_ptr<GpuWatch> GpuWatch::start(const LaunchPlan& plan,
     }
   }
   std::string csv_path = files.own_file("gpu.csv");
-  watch->sampler_ = gpu::GpuSampler::open(watch->gpus_, pids, std::chrono::seconds(1));
-  if (!watch->sampler_) {
-    files.log("GPU sampling: NVML could not be opened for sampling");
-    return nullptr;
-  }
+  watch->sampler_ =
+      gpu::GpuSampler::open(std::move(session), watch->gpus_, pids, std::chrono::seconds(1));
   watch->csv_fd_ =
       ::open(csv_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (watch->csv_fd_ < 0) {

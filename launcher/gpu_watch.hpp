@@ -18,10 +18,12 @@ namespace xlaunch::launcher {
 class GpuWatch {
  public:
   /// nullptr for a CPU job, without NVML, or when no selected GPU maps to an NVML device
-  /// (MIG instances); the reason is logged. Samples into the run folder's gpu.csv.
+  /// (MIG instances); the reason is logged. Samples into the run folder's gpu.csv through
+  /// `session`, the one `nvml` was read from.
   static std::unique_ptr<GpuWatch> start(const LaunchPlan& plan,
                                          const std::optional<gpu::NvmlReport>& nvml,
-                                         RunFiles& files, const gpu::WorkerPids& pids);
+                                         std::unique_ptr<gpu::NvmlSession> session, RunFiles& files,
+                                         const gpu::WorkerPids& pids);
   /// Stops sampling; prints and logs the per-GPU lines and warnings.
   void finish(RunFiles& files);
   /// Stops sampling (when finish did not).

@@ -227,3 +227,31 @@ def test_a_rank_that_swaps_the_series_for_a_fifo_or_dev_zero_cannot_hang_the_lau
     assert "gpu.csv was not summarized: it is not a regular file of at most 256 MiB" in r.stderr, \
         r.stderr
     assert "the worker finished successfully" in r.stderr
+
+
+def test_nvml_is_initialised_once_after_the_guardian_and_its_thread_takes_no_stop_signal(
+        xlaunch_bin, fake_nvml, tmp_path):
+    # The real NVML starts a thread in nvmlInit (seen on an H100), as the fake does. The
+    # launcher must fork its guardian before that thread exists (a late guardian: process
+    # groups), keep the thread from taking SIGINT/TERM/HUP/QUIT, and initialise NVML once for
+    # discovery and sampling, leaving the shutdown to its exit.
+    procs = tmp_path / "procs"
+    procs.mkdir()
+    script = tmp_path / "nvml-script"
+    write_script(script, [60], procs)
+    calls = tmp_path / "calls"
+    with script.open("a") as f:
+        f.write(f"calls {calls}\n")
+    r = subprocess.run(
+        [xlaunch_bin, "launch", "--nproc_per_node", "1", "--log_dir", str(tmp_path / "logs"),
+         "--no_python", "/bin/sleep", "1.5"],
+        env=merged_env({**fake_env(fake_nvml, script), "XLAUNCH_CONTAINMENT": "group"}),
+        capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "xlaunch: GPU 0: utilization average 60%" in r.stderr, r.stderr
+    lines = calls.read_text().splitlines()
+    inits = [line for line in lines if line.startswith("init ")]
+    # One thread (no store yet); two children: the spawner and the guardian.
+    assert inits == ["init threads=1 children=2"], lines
+    assert "thread blocked=INT,TERM,HUP,QUIT," in lines, lines
+    assert "shutdown" not in lines, lines
