@@ -27,7 +27,8 @@ for step in range(5):
     opt.step()
 flat = torch.cat([p.detach().flatten() for p in model.parameters()]).cpu()
 digest = hashlib.sha256(flat.numpy().tobytes()).hexdigest()[:16]
-env = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "TORCHELASTIC_RUN_ID")}
+env = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "TORCHELASTIC_RUN_ID",
+                                  "XLAUNCH_PRELOAD_TEMPLATE")}
 if rank == 0:
     print(f"ddp_step: world {world} on {torch.cuda.get_device_name()} loss {loss.item():.6f} "
           f"weights {digest} env {env}", flush=True)
