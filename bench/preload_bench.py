@@ -5,6 +5,7 @@ torch` vs plain `xlaunch launch`, torchrun and the floor (one `import torch` plu
 Usage: bench/preload_bench.py [--xlaunch build/release/cli/xlaunch] [--reps 5] [--sizes 4,8]
                               [--tools preload,xlaunch,torchrun,torchrun_tuned,floor]
                               [--tuned_monitor_interval 0.1] [--warmup 1] [--out results.json]
+                              [--python /usr/bin/python3] [--torchrun wrapper|module]
 
 Every tool runs the same rank program (preload_bench_worker.py: import torch, init_process_group
 ("gloo") from the environment, all_reduce one element, write CLOCK_REALTIME) on this machine,
@@ -15,6 +16,9 @@ CPU only, --standalone with --nproc_per_node N:
                   --standalone spelled out with a free port instead of its fixed 29400)
   torchrun_tuned  the same with --monitor_interval --tuned_monitor_interval
   floor           /usr/bin/python3 preload_bench_floor.py: imports torch, os.fork()s N ranks
+--python runs every tool under another interpreter (one whose torch is newer, say); with
+--torchrun module, torchrun is that interpreter's `-m torch.distributed.run` (the wrapper
+only mends torch 1.13 on Python 3.11).
 Measures, per tool and N, median of --reps repetitions (tools and sizes interleaved, the
 tools' order rotated each repetition):
   ready  the latest rank's CLOCK_REALTIME after its all_reduce, minus CLOCK_REALTIME taken
@@ -63,6 +67,9 @@ def parse_args():
     ap.add_argument("--tuned_monitor_interval", type=float, default=0.1)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--out", help="also write the JSON results here")
+    ap.add_argument("--python", default=PYTHON, help="the ranks' interpreter, with torch")
+    ap.add_argument("--torchrun", choices=("wrapper", "module"), default="wrapper",
+                    help="launch_torchrun_wrapper.py (torch 1.13) or -m torch.distributed.run")
     args = ap.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
     args.tools = [t for t in args.tools.split(",") if t]
@@ -79,7 +86,7 @@ def command(args, tool, n, outdir):
     if tool in ("preload", "xlaunch"):
         preload = ["--preload", "torch"] if tool == "preload" else []
         return [args.xlaunch, "launch", "--standalone", "--nproc_per_node", str(n),
-                "--python", PYTHON, *preload, *program]
+                "--python", args.python, *preload, *program]
     if tool.startswith("torchrun"):
         tuned = (["--monitor_interval", str(args.tuned_monitor_interval)]
                  if tool == "torchrun_tuned" else [])
@@ -87,8 +94,10 @@ def command(args, tool, n, outdir):
         # other torchrun on the machine may hold; this is --standalone with a free port.
         rdzv = ["--nnodes", "1", "--rdzv_backend", "c10d", "--rdzv_endpoint",
                 f"127.0.0.1:{free_port()}", "--rdzv_id", outdir.name]
-        return [PYTHON, str(WRAPPER), *rdzv, "--nproc_per_node", str(n), *tuned, *program]
-    return [PYTHON, str(FLOOR), str(WORKER), str(n), str(outdir)]
+        torchrun = ([str(WRAPPER)] if args.torchrun == "wrapper"
+                    else ["-m", "torch.distributed.run"])
+        return [args.python, *torchrun, *rdzv, "--nproc_per_node", str(n), *tuned, *program]
+    return [args.python, str(FLOOR), str(WORKER), str(n), str(outdir)]
 
 
 def free_port():
@@ -234,7 +243,7 @@ def main():
                               - started).total_seconds(), 1),
             "command": " ".join(sys.argv),
             "machine": {"cpus": os.cpu_count(), "kernel": platform.release(),
-                        "python": platform.python_version()},
+                        "python": args.python},
             "xlaunch": args.xlaunch,
             "git": git_describe(),
             "loadavg_before": load_before,
