@@ -5,11 +5,14 @@
 
 namespace xlaunch::diagnose {
 
-std::string_view sitecustomize_text() {
-  return R"PY(# Written by xlaunch (see docs/diagnose.md). It lets xlaunch show this worker's Python
+std::string sitecustomize_text(long launcher_pid) {
+  std::string text =
+      R"PY(# Written by xlaunch (see docs/diagnose.md). It lets xlaunch show this worker's Python
 # stacks: faulthandler dumps every thread to a file on XLAUNCH_STACKS_SIGNAL (SIGURG, which a
-# program that does not handle it ignores). Then it runs the sitecustomize module this one
-# shadows, if there is one. Before that it drops one variable PyTorch 2.2+ warns about.
+# program that does not handle it ignores). Only in a rank's own process, the launcher's
+# child: xlaunch reads no other process's dump, and the Pythons a rank starts (data loader
+# workers, tools) get neither files nor a handler. Then it runs the sitecustomize module this
+# one shadows, if there is one. Before that it drops one variable PyTorch 2.2+ warns about.
 def _xlaunch_nccl_names(os, sys):
     # xlaunch sets NCCL's async error handling under both names, as torchrun 1.13 and 2.2+
     # each set theirs. PyTorch 2.2+ reads the new name first and warns about the old one (two
@@ -79,7 +82,8 @@ def _xlaunch_setup():
     folder = os.environ.get("XLAUNCH_STACKS_DIR")
     signum = os.environ.get("XLAUNCH_STACKS_SIGNAL")
     # A Python 2 that a worker runs finds this file too: it has no faulthandler; chain only.
-    if folder and signum and sys.version_info[0] >= 3:
+    rank_process = os.getppid() in (@LAUNCHER_PID@, 0)
+    if folder and signum and sys.version_info[0] >= 3 and rank_process:
         try:
             import faulthandler
 
@@ -135,6 +139,9 @@ def _xlaunch_setup():
 _xlaunch_setup()
 del _xlaunch_setup, _xlaunch_nccl_names, _xlaunch_watch_handover
 )PY";
+  const std::string_view token = "@LAUNCHER_PID@";
+  text.replace(text.find(token), token.size(), std::to_string(launcher_pid));
+  return text;
 }
 
 int stacks_signal() { return SIGURG; }

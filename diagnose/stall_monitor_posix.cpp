@@ -71,7 +71,7 @@ void StallMonitor::Impl::make_python_dir() {
   int fd = -1;
   if (::mkdir(python_dir.c_str(), 0777) != 0 || ::mkdir(stacks_dir.c_str(), 0777) != 0 ||
       (fd = ::open(site.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0 ||
-      !write_whole(fd, sitecustomize_text())) {
+      !write_whole(fd, sitecustomize_text(::getpid()))) {
     out.log(fmt::format("python stacks off: cannot write {}: {}", site, std::strerror(errno)));
     python_dir.clear();
     stacks_dir.clear();

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -221,6 +222,19 @@ SpawnReply serve(Received& received, pid_t launcher) {
   return {static_cast<std::int32_t>(pid), 0};
 }
 
+// No controlling terminal for this process, so none for anything it makes. A worker runs in
+// a background process group of the launcher's terminal, where opening /dev/tty works but
+// using it (a password prompt turning echo off, a read) stops the process for good
+// (SIGTTOU/SIGTTIN) and hangs the job. Without one, /dev/tty fails at once (ENXIO), as in
+// torchrun's workers, which start a session of their own. Not a session leader, this process
+// loses only its own: the launcher and the shell keep theirs.
+void leave_terminal() {
+  const int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (tty < 0) return;  // none to leave
+  ::ioctl(tty, TIOCNOTTY);
+  ::close(tty);
+}
+
 // Holds nothing of the launcher's: a shell's or test's pipe must close when the launcher
 // ends, whatever happens to this process.
 void keep_only(int socket) {
@@ -245,6 +259,7 @@ void spawner_main(int socket, pid_t launcher) {
   sigset_t all;
   sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  leave_terminal();
   keep_only(socket);
   while (true) {
     Received received;

@@ -29,6 +29,9 @@ bool omp_threads_defaulted(const Environment& parent) {
 Environment worker_environment(const Environment& parent, const LaunchPlan& plan, int local_rank,
                                int restart_count, const WorkerPaths& paths) {
   Environment env = parent;
+  // An outer run's preloaded rank may be this launcher's parent: its template is not ours
+  // (ours, with --preload, tells its own ranks).
+  env.erase("XLAUNCH_PRELOAD_TEMPLATE");
   const std::string rank = std::to_string(plan.rank_offset + local_rank);
   const std::string world_size = std::to_string(plan.world_size);
   env["RANK"] = rank;
@@ -48,7 +51,8 @@ Environment worker_environment(const Environment& parent, const LaunchPlan& plan
   // The launcher hosts the store, so every rank (rank 0 too) joins it as a client.
   env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
   env["TORCHELASTIC_ERROR_FILE"] = paths.error_file;
-  if (omp_threads_defaulted(parent)) env["OMP_NUM_THREADS"] = "1";
+  // As torchrun: one worker keeps every core, as `python train.py` would.
+  if (omp_threads_defaulted(parent) && plan.local_world_size > 1) env["OMP_NUM_THREADS"] = "1";
   const std::string precision(config::to_string(plan.mixed_precision));
   env["ACCELERATE_MIXED_PRECISION"] = precision;
   env["XLAUNCH_MIXED_PRECISION"] = precision;
