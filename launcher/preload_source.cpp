@@ -64,8 +64,9 @@ def _xlaunch_template():
         os._exit(0)
     # What each rank's interpreter would see while these modules import: -c put the working
     # folder first, where `python script.py` puts the script's (PYTHONSAFEPATH: neither).
+    program_folder = None  # what the template put first on sys.path, for each rank to know
     if zero_is_cwd:
-        sys.path[0] = path_zero(plan[1], plan[2])
+        sys.path[0] = program_folder = path_zero(plan[1], plan[2])
     sys.argv = [plan[1]] + plan[3]
     import importlib
 
@@ -86,6 +87,7 @@ def _xlaunch_template():
         os._exit(0)
     request = _xlaunch_serve(os, struct, sys, socket, control, parse)
     request["changed"] = changed
+    request["path_zero"] = program_folder
     return request
 
 
@@ -366,9 +368,20 @@ def _xlaunch_run(request):
         faulthandler.disable()
     import site
 
-    site.execsitecustomize()  # xlaunch's own (stacks) first, if there, then the user's
-    if site.ENABLE_USER_SITE:
-        site.execusercustomize()
+    # `python program` runs these before it puts the program's folder first on sys.path: one
+    # there named sitecustomize.py is not the one to run (xlaunch's own, then the system's).
+    path_zero = request["path_zero"]
+    if path_zero is not None and sys.path[:1] == [path_zero]:
+        del sys.path[0]
+    else:
+        path_zero = None
+    try:
+        site.execsitecustomize()  # xlaunch's own (stacks) first, if there, then the user's
+        if site.ENABLE_USER_SITE:
+            site.execusercustomize()
+    finally:
+        if path_zero is not None:
+            sys.path.insert(0, path_zero)
     # numpy seeds its global generator at import: each rank gets its own, as if it imported it.
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None and hasattr(numpy_random, "seed"):

@@ -256,3 +256,32 @@ def test_a_template_that_would_adopt_the_ranks_itself_is_refused(xlaunch_bin, to
     line = _refusal(xlaunch_bin, torch_python, tmp_path,
                     "import signal\nsignal.signal(signal.SIGCHLD, signal.SIG_IGN)\n")
     assert line.endswith("a preloaded module changed how SIGCHLD is handled"), line
+
+
+def test_a_sitecustomize_beside_the_script_is_not_run_as_python_would_not(
+        xlaunch_bin, torch_python, tmp_path):
+    # `python main.py` imports sitecustomize before it puts main.py's folder on sys.path: the
+    # one found is xlaunch's (which registers the stack dump, then chains to the system's),
+    # never a sitecustomize.py that happens to lie beside the script. A preloaded rank too.
+    (tmp_path / "sitecustomize.py").write_text("print('beside the script', flush=True)\n")
+    (tmp_path / "main.py").write_text(textwrap.dedent("""
+        import os, sys
+        module = sys.modules.get("sitecustomize")
+        folder = os.environ["XLAUNCH_STACKS_DIR"]
+        registered = any(f.endswith(".%d.fd" % os.getpid()) for f in os.listdir(folder))
+        print("site", getattr(module, "__file__", None), "registered", registered,
+              "path0", sys.path[0], flush=True)
+    """))
+    outputs = {}
+    for mode, extra in (("plain", {"XLAUNCH_PRELOAD": ""}), ("preload", {})):
+        args = ["--nproc_per_node", "1", *(["--preload", "torch"] if mode == "preload" else []),
+                str(tmp_path / "main.py")]
+        r = launch(xlaunch_bin, args, env=extra, python=torch_python, timeout=240)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "--preload" not in r.stderr, r.stderr
+        outputs[mode] = r.stdout
+    for mode, out in outputs.items():
+        assert "beside the script" not in out, (mode, out)
+        assert "registered True" in out, (mode, out)
+        assert f"path0 {tmp_path}" in out, (mode, out)
+        assert f"site {tmp_path}/sitecustomize.py" not in out, (mode, out)
