@@ -1,5 +1,7 @@
 #include "diagnose/stacks_target.hpp"
 
+#include <sys/syscall.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -68,12 +70,14 @@ std::optional<BlockedCall> blocked_in_syscall(std::string_view text) {
 bool cut_short_by_a_signal(const BlockedCall& call) {
   constexpr unsigned long long kTimerAbstime = 1;  // <time.h>'s TIMER_ABSTIME
   switch (call.number) {
-    case 202:  // futex(uaddr, op, value, timeout, ...)
+    // This machine's numbers: /proc shows the worker's, which runs on the same architecture
+    // (x86-64's futex, 202, is accept on arm64).
+    case SYS_futex:  // futex(uaddr, op, value, timeout, ...)
       return call.arg3 != 0;
-    case 61:   // wait4
-    case 247:  // waitid
+    case SYS_wait4:
+    case SYS_waitid:
       return false;
-    case 230:  // clock_nanosleep(clock, flags, ...)
+    case SYS_clock_nanosleep:  // clock_nanosleep(clock, flags, ...)
       return (call.arg1 & kTimerAbstime) == 0;
     default:
       return true;
