@@ -7,6 +7,7 @@
 
 #include "launcher/exit_status.hpp"
 #include "launcher/process.hpp"
+#include "launcher/stop_request.hpp"
 #include "launcher/supervisor_impl.hpp"
 
 namespace xlaunch::launcher {
@@ -130,33 +131,52 @@ void Supervisor::Impl::watch_stop_signals() {
   stop_signals.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     const auto now = std::chrono::steady_clock::now();
-    if (interrupted_by && now - interrupted_at < kSameStopRequest) {
-      // One Ctrl-C delivered twice: by the terminal, and by a wrapper such as timeout(1)
-      // that forwards what it gets.
-      files.log(fmt::format("received {} again within {}ms: the same request", signal_name(signal),
-                            kSameStopRequest.count()));
-    } else if (interrupted_by) {
-      say("xlaunch: {} again: killing every worker now\n", signal_name(signal));
-      kill_all("second signal");
-    } else if (first_failure) {
-      // The job is already failing: the signal hurries the teardown and rules out a
-      // restart, but the failure stays the root cause and its exit code.
-      interrupted_by = signal;
-      interrupted_at = now;
-      signal_after_failure = true;
-      say("xlaunch: {} while stopping after rank {}'s failure: killing every worker now\n",
-          signal_name(signal), workers[*first_failure].outcome.rank);
-      files.log(fmt::format("received {} while stopping after a failure", signal_name(signal)));
-      kill_all("signal during the teardown");
-    } else {
-      interrupted_by = signal;
-      interrupted_at = now;
-      say("xlaunch: {}: stopping every worker (waiting up to {:.3g}s; {} again kills them at "
-          "once)\n",
-          signal_name(signal), plan.term_timeout.count() / 1000.0, signal_name(signal));
-      files.log(fmt::format("received {}", signal_name(signal)));
-      publish_failure(interrupt_failure(signal));
-      stop_workers(signal);
+    const StopState state{.attempt_done = attempt_done,
+                          .interrupted = interrupted_by.has_value(),
+                          .within_same_request = now - interrupted_at < kSameStopRequest,
+                          .failing = first_failure.has_value()};
+    switch (respond_to_stop(state)) {
+      case StopResponse::after_the_end:
+        // Queued before finish_if_done cancelled the wait: its exit code stands.
+        files.log(fmt::format("received {} after every worker had ended: nothing to stop{}",
+                              signal_name(signal), state.failing ? "; no restart" : ""));
+        if (state.failing && !interrupted_by) {
+          interrupted_by = signal;
+          interrupted_at = now;
+          signal_after_failure = true;
+        }
+        return;
+      case StopResponse::same_request:
+        // One Ctrl-C delivered twice: by the terminal, and by a wrapper such as timeout(1)
+        // that forwards what it gets.
+        files.log(fmt::format("received {} again within {}ms: the same request",
+                              signal_name(signal), kSameStopRequest.count()));
+        break;
+      case StopResponse::kill_now:
+        say("xlaunch: {} again: killing every worker now\n", signal_name(signal));
+        kill_all("second signal");
+        break;
+      case StopResponse::hurry_teardown:
+        // The job is already failing: the signal hurries the teardown and rules out a
+        // restart, but the failure stays the root cause and its exit code.
+        interrupted_by = signal;
+        interrupted_at = now;
+        signal_after_failure = true;
+        say("xlaunch: {} while stopping after rank {}'s failure: killing every worker now\n",
+            signal_name(signal), workers[*first_failure].outcome.rank);
+        files.log(fmt::format("received {} while stopping after a failure", signal_name(signal)));
+        kill_all("signal during the teardown");
+        break;
+      case StopResponse::stop:
+        interrupted_by = signal;
+        interrupted_at = now;
+        say("xlaunch: {}: stopping every worker (waiting up to {:.3g}s; {} again kills them at "
+            "once)\n",
+            signal_name(signal), plan.term_timeout.count() / 1000.0, signal_name(signal));
+        files.log(fmt::format("received {}", signal_name(signal)));
+        publish_failure(interrupt_failure(signal));
+        stop_workers(signal);
+        break;
     }
     if (!attempt_done) watch_stop_signals();
   });
