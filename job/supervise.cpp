@@ -87,7 +87,7 @@ void announce_run(Job& job, RunFiles& files) {
   }
   // What runs, interpreter resolved: the first thing to check when a worker misbehaves.
   say("xlaunch: command: {}\n", fmt::join(plan.argv, " "));
-  if (plan.local_world_size > 1 && omp_threads_defaulted(job.parent_env) &&
+  if (omp_threads_defaulted(job.parent_env, plan) &&
       !plan.accelerate.args.contains("num_cpu_threads_per_process")) {
     say("xlaunch: setting OMP_NUM_THREADS=1 for each worker (set it yourself to choose)\n");
   }

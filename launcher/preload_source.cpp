@@ -87,7 +87,7 @@ def _xlaunch_template():
         os._exit(0)
     request = _xlaunch_serve(os, struct, sys, socket, control, parse)
     request["changed"] = changed
-    request["path_zero"] = program_folder
+    request["program_folder"] = program_folder
     return request
 
 
@@ -370,18 +370,18 @@ def _xlaunch_run(request):
 
     # `python program` runs these before it puts the program's folder first on sys.path: one
     # there named sitecustomize.py is not the one to run (xlaunch's own, then the system's).
-    path_zero = request["path_zero"]
-    if path_zero is not None and sys.path[:1] == [path_zero]:
+    program_folder = request["program_folder"]
+    if program_folder is not None and sys.path[:1] == [program_folder]:
         del sys.path[0]
     else:
-        path_zero = None
+        program_folder = None
     try:
         site.execsitecustomize()  # xlaunch's own (stacks) first, if there, then the user's
         if site.ENABLE_USER_SITE:
             site.execusercustomize()
     finally:
-        if path_zero is not None:
-            sys.path.insert(0, path_zero)
+        if program_folder is not None:
+            sys.path.insert(0, program_folder)
     # numpy seeds its global generator at import: each rank gets its own, as if it imported it.
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None and hasattr(numpy_random, "seed"):

@@ -140,11 +140,7 @@ void Supervisor::Impl::watch_stop_signals() {
         // Queued before finish_if_done cancelled the wait: its exit code stands.
         files.log(fmt::format("received {} after every worker had ended: nothing to stop{}",
                               signal_name(signal), state.failing ? "; no restart" : ""));
-        if (state.failing && !interrupted_by) {
-          interrupted_by = signal;
-          interrupted_at = now;
-          signal_after_failure = true;
-        }
+        if (state.failing && !interrupted_by) note_signal_after_failure(signal, now);
         return;
       case StopResponse::same_request:
         // One Ctrl-C delivered twice: by the terminal, and by a wrapper such as timeout(1)
@@ -159,9 +155,7 @@ void Supervisor::Impl::watch_stop_signals() {
       case StopResponse::hurry_teardown:
         // The job is already failing: the signal hurries the teardown and rules out a
         // restart, but the failure stays the root cause and its exit code.
-        interrupted_by = signal;
-        interrupted_at = now;
-        signal_after_failure = true;
+        note_signal_after_failure(signal, now);
         say("xlaunch: {} while stopping after rank {}'s failure: killing every worker now\n",
             signal_name(signal), workers[*first_failure].outcome.rank);
         files.log(fmt::format("received {} while stopping after a failure", signal_name(signal)));
@@ -180,6 +174,13 @@ void Supervisor::Impl::watch_stop_signals() {
     }
     if (!attempt_done) watch_stop_signals();
   });
+}
+
+void Supervisor::Impl::note_signal_after_failure(int signal,
+                                                 std::chrono::steady_clock::time_point now) {
+  interrupted_by = signal;
+  interrupted_at = now;
+  signal_after_failure = true;
 }
 
 void Supervisor::Impl::finish_if_done() {

@@ -230,6 +230,8 @@ struct Supervisor::Impl {
   // Ignored at start (nohup's SIGHUP, say): not watched, so they stay ignored.
   void add_stop_signals();
   void watch_stop_signals();
+  /// A stop signal while a failure ends the attempt: no restart; the failure's exit code stays.
+  void note_signal_after_failure(int signal, std::chrono::steady_clock::time_point now);
   // --signals_to_handle beyond the stop signals (supervisor_signals_posix.cpp).
   void add_other_signals();
   void watch_other_signals();

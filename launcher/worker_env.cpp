@@ -22,8 +22,9 @@ void add_torchrun_env(Environment& env, const Environment& parent, const LaunchP
   }
 }
 
-bool omp_threads_defaulted(const Environment& parent) {
-  return !parent.contains("OMP_NUM_THREADS");
+bool omp_threads_defaulted(const Environment& parent, const LaunchPlan& plan) {
+  // One worker keeps every core, as `python train.py` would.
+  return plan.local_world_size > 1 && !parent.contains("OMP_NUM_THREADS");
 }
 
 Environment worker_environment(const Environment& parent, const LaunchPlan& plan, int local_rank,
@@ -51,8 +52,7 @@ Environment worker_environment(const Environment& parent, const LaunchPlan& plan
   // The launcher hosts the store, so every rank (rank 0 too) joins it as a client.
   env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
   env["TORCHELASTIC_ERROR_FILE"] = paths.error_file;
-  // As torchrun: one worker keeps every core, as `python train.py` would.
-  if (omp_threads_defaulted(parent) && plan.local_world_size > 1) env["OMP_NUM_THREADS"] = "1";
+  if (omp_threads_defaulted(parent, plan)) env["OMP_NUM_THREADS"] = "1";
   const std::string precision(config::to_string(plan.mixed_precision));
   env["ACCELERATE_MIXED_PRECISION"] = precision;
   env["XLAUNCH_MIXED_PRECISION"] = precision;

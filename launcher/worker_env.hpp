@@ -15,7 +15,8 @@ struct WorkerPaths {
 
 /// The environment of one worker: the launcher's own, plus torchrun's full set, accelerate's
 /// ACCELERATE_MIXED_PRECISION and xlaunch's XLAUNCH_* variables. Pure.
-/// OMP_NUM_THREADS is set to 1 unless the parent set it (see omp_threads_defaulted).
+/// OMP_NUM_THREADS is set to 1 with several workers unless the parent set it
+/// (omp_threads_defaulted).
 Environment worker_environment(const Environment& parent, const LaunchPlan& plan, int local_rank,
                                int restart_count, const WorkerPaths& paths);
 
@@ -25,7 +26,8 @@ Environment worker_environment(const Environment& parent, const LaunchPlan& plan
 void add_torchrun_env(Environment& env, const Environment& parent, const LaunchPlan& plan,
                       int local_rank);
 
-/// True when worker_environment sets OMP_NUM_THREADS itself (the launcher says so once).
-bool omp_threads_defaulted(const Environment& parent);
+/// True when worker_environment sets OMP_NUM_THREADS itself (the launcher says so once): as
+/// torchrun, only where several workers share the machine and the parent did not set it.
+bool omp_threads_defaulted(const Environment& parent, const LaunchPlan& plan);
 
 }  // namespace xlaunch::launcher

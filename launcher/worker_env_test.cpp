@@ -52,7 +52,7 @@ TEST_CASE("every worker gets torchrun's full environment", "[env]") {
 TEST_CASE("OMP_NUM_THREADS and CUDA_VISIBLE_DEVICES set by the user are kept", "[env]") {
   LaunchPlan plan;  // CPU job
   Environment parent{{"OMP_NUM_THREADS", "8"}, {"CUDA_VISIBLE_DEVICES", ""}};
-  CHECK_FALSE(omp_threads_defaulted(parent));
+  CHECK_FALSE(omp_threads_defaulted(parent, plan));
   Environment env = worker_environment(parent, plan, 0, 0, {"e", "d"});
   CHECK(env["OMP_NUM_THREADS"] == "8");
   CHECK(env["CUDA_VISIBLE_DEVICES"].empty());

@@ -79,17 +79,19 @@ def test_a_rank_has_no_terminal_so_a_password_prompt_fails_instead_of_hanging(xl
 def test_one_worker_keeps_its_threads_and_several_get_one_each(xlaunch_bin, tmp_path):
     clean = merged_env({})
     clean.pop("OMP_NUM_THREADS", None)
+
+    def run(nproc):
+        r = subprocess.run([xlaunch_bin, "launch", "--python", sys.executable, "--nproc_per_node",
+                            str(nproc), str(write_env_probe(tmp_path))], env=clean,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r
+
     # As torchrun: OMP_NUM_THREADS=1 only where workers share the machine's cores.
-    one = subprocess.run([xlaunch_bin, "launch", "--python", sys.executable, "--nproc_per_node",
-                          "1", str(write_env_probe(tmp_path))], env=clean, capture_output=True,
-                         text=True, timeout=60)
-    assert one.returncode == 0, one.stderr
+    one = run(1)
     assert "[rank0]: OMP None" in one.stdout, one.stdout
     assert "OMP_NUM_THREADS" not in one.stderr, one.stderr
-    two = subprocess.run([xlaunch_bin, "launch", "--python", sys.executable, "--nproc_per_node",
-                          "2", str(write_env_probe(tmp_path))], env=clean, capture_output=True,
-                         text=True, timeout=60)
-    assert two.returncode == 0, two.stderr
+    two = run(2)
     assert "[rank0]: OMP 1" in two.stdout and "[rank1]: OMP 1" in two.stdout, two.stdout
     assert "setting OMP_NUM_THREADS=1 for each worker" in two.stderr, two.stderr
 
