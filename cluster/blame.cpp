@@ -4,6 +4,8 @@
 
 #include "cluster/membership.hpp"
 #include "cluster/seconds.hpp"
+#include "launcher/exit_status.hpp"
+#include "launcher/report.hpp"
 
 namespace xlaunch::cluster {
 
@@ -81,6 +83,15 @@ JoinProblem late_duplicate(const JoinRecord& newcomer, const std::optional<JoinR
                      run_id, newcomer.machine_rank,
                      holder ? fmt::format(" on {} (pid {})", holder->host, holder->pid) : "",
                      newcomer.host, newcomer.pid)};
+}
+
+JoinProblem join_interrupted(const JoinRecord& who, int signal) {
+  const std::string launcher = who.machine_rank >= 0
+                                   ? fmt::format("machine {} ({})", who.machine_rank, who.host)
+                                   : fmt::format("{} (pid {})", who.host, who.pid);
+  return JoinProblem{exit_status::kSignalBase + signal,
+                     fmt::format("{}: launcher interrupted by {} while joining the job", launcher,
+                                 launcher::signal_name(signal))};
 }
 
 }  // namespace xlaunch::cluster

@@ -39,5 +39,9 @@ FailureRecord etcd_unreachable(int machine_rank, const std::string& host,
 /// `holder` has in it: it is refused (exit 2) and the job goes on.
 JoinProblem late_duplicate(const JoinRecord& newcomer, const std::optional<JoinRecord>& holder,
                            std::string_view run_id);
+/// A launcher (`who`) got a stop signal (Ctrl-C) while the machines joined: the job does not
+/// form, and every launcher exits 128+signal with these words, as when one is interrupted
+/// mid-run.
+JoinProblem join_interrupted(const JoinRecord& who, int signal);
 
 }  // namespace xlaunch::cluster

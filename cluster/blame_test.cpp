@@ -1,6 +1,7 @@
 #include "cluster/blame.hpp"
 
 #include <catch2/catch.hpp>
+#include <csignal>
 
 #include "cluster/membership.hpp"
 
@@ -68,4 +69,15 @@ TEST_CASE("a verdict is 'ok' or the round's failure, and reads back", "[blame]")
   CHECK(back->exit_code == 7);
   CHECK(back->restartable);
   CHECK_THROWS_AS(decode_verdict("neither", "k"), MalformedRecord);
+}
+
+TEST_CASE("a launcher interrupted in the join names itself and its signal", "[blame]") {
+  JoinProblem ranked = join_interrupted(JoinRecord{1, "hostB", 12, 2, "0.1.0", ""}, SIGINT);
+  CHECK(ranked.exit_code == 130);  // as a launcher interrupted mid-run
+  CHECK(ranked.message ==
+        "machine 1 (hostB): launcher interrupted by SIGINT while joining the job");
+  JoinProblem by_arrival = join_interrupted(JoinRecord{-1, "hostC", 34, 1, "0.1.0", ""}, SIGTERM);
+  CHECK(by_arrival.exit_code == 143);
+  CHECK(by_arrival.message ==
+        "hostC (pid 34): launcher interrupted by SIGTERM while joining the job");
 }

@@ -78,6 +78,16 @@ struct EtcdBackend::Impl {
   }
 
   // --- etcd_join.cpp -----------------------------------------------------------------------
+  // A stop signal (Ctrl-C) that came during the join: thrown between its waits.
+  struct Interrupted {
+    int signal;
+  };
+  bool stop_checks = true;  // off once the signal is the supervisor's (main thread only)
+  std::optional<int> stop_signal() const;
+  void check_stop() const;
+  // Interrupted while a fixed job forms: an error decision naming this launcher ends the
+  // join for all, unless a decision stands already (then that one is followed).
+  etcd::Decision withdraw(int signal);
   milliseconds grant_lease();
   void register_member(const JoinRecord& me);
   Membership fixed_join();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "cluster/blame.hpp"
 #include "cluster/etcd_backend_impl.hpp"
 #include "cluster/seconds.hpp"
 
@@ -14,6 +15,12 @@ using namespace etcd;
 
 using std::chrono::milliseconds;
 using Steady = std::chrono::steady_clock;
+
+namespace {
+// The longest a wait of the join lasts before it looks for a stop signal again (each wait is
+// a watch request to etcd, shared by every launcher: not shorter).
+constexpr milliseconds kJoinSlice{500};
+}  // namespace
 
 /// Runs a step of the join: etcd lost, or a record that is not xlaunch's, ends it.
 template <class Step>
@@ -31,17 +38,39 @@ auto EtcdBackend::Impl::joining(Step&& step) {
 
 Membership EtcdBackend::join() {
   Impl& s = *impl_;
-  const milliseconds ttl = s.grant_lease();
-  s.keeper = std::thread([&s, ttl] { s.keep_loop(ttl); });
-  if (s.o.elastic()) {
-    return s.joining([&s] {
+  try {
+    const milliseconds ttl = s.grant_lease();
+    s.keeper = std::thread([&s, ttl] { s.keep_loop(ttl); });
+    Membership m = s.o.elastic() ? s.joining([&s] {
       JoinRecord me = s.o.record();
       me.machine_rank = -1;  // ranks follow arrival
       s.register_member(me);
       return s.elastic_join();
-    });
+    })
+                                 : s.fixed_join();
+    s.stop_checks = false;  // from here on, a stop signal is the supervisor's
+    return m;
+  } catch (const Impl::Interrupted& stop) {
+    // Not in a job yet: this launcher's lease (revoked as it ends) takes its record along.
+    throw AgentError(join_interrupted(s.o.record(), stop.signal));
   }
-  return s.fixed_join();
+}
+
+std::optional<int> EtcdBackend::Impl::stop_signal() const {
+  return stop_checks && o.stop_pending ? o.stop_pending() : std::nullopt;
+}
+
+void EtcdBackend::Impl::check_stop() const {
+  if (const std::optional<int> signal = stop_signal()) throw Interrupted{*signal};
+}
+
+// As the store's join does (StoreBackend::Impl::withdraw).
+Decision EtcdBackend::Impl::withdraw(int signal) {
+  stop_checks = false;
+  Decision d;
+  d.outcome = join_interrupted(o.record(), signal);
+  auto won = client.create(key("layout"), encode(d));
+  return won.created ? d : decision_at(won.existing->value, key("layout"));
 }
 
 // Returns the lease's TTL.
@@ -57,6 +86,7 @@ milliseconds EtcdBackend::Impl::grant_lease() {
                   .id;
       return ttl;
     } catch (const Error& e) {
+      check_stop();
       if (!e.unreachable() || Steady::now() >= reach_deadline) {
         throw AgentError(fmt::format("cannot join through etcd: {}; check that etcd runs at {} "
                                      "(--rdzv_endpoint, or --main_process_ip/--main_process_port) "
@@ -78,7 +108,11 @@ Membership EtcdBackend::Impl::fixed_join() {
   decision = joining([this, deadline] {
     clear_stale_job();
     register_member(o.record());
-    return decide_fixed(deadline);
+    try {
+      return decide_fixed(deadline);
+    } catch (const Interrupted& stop) {
+      return withdraw(stop.signal);
+    }
   });
   if (const auto* problem = std::get_if<JoinProblem>(&decision.outcome)) throw AgentError(*problem);
   auto mine = rank_of(decision, lease);
@@ -114,6 +148,7 @@ void EtcdBackend::Impl::clear_stale_job() {
 // The fixed job: decided by whoever first sees num_machines members (or read once decided).
 Decision EtcdBackend::Impl::decide_fixed(Steady::time_point deadline) {
   while (true) {
+    check_stop();
     if (auto f = fatal_now()) throw AgentError(fmt::format("cannot join: {}", f->cause), 1);
     auto layout = client.get(key("layout"));
     if (!layout.kvs.empty()) return decision_at(layout.kvs[0].value, key("layout"));
@@ -126,9 +161,9 @@ Decision EtcdBackend::Impl::decide_fixed(Steady::time_point deadline) {
       throw AgentError(too_few(members, o.num_machines, client.endpoints_text(), o.rdzv_timeout));
     }
     // From the first read on: a layout made between the two reads is not missed.
-    wait_change(layout.revision,
-                std::min(std::chrono::duration_cast<milliseconds>(deadline - Steady::now()),
-                         interval * 10));
+    wait_change(
+        layout.revision,
+        std::min(std::chrono::duration_cast<milliseconds>(deadline - Steady::now()), kJoinSlice));
   }
 }
 
@@ -144,6 +179,12 @@ Membership EtcdBackend::Impl::elastic_join() {
       std::int64_t revision = 0;
       auto latest = latest_layout(&revision);
       auto members = list_members();
+      if (const std::optional<int> signal = stop_signal()) {
+        // Not taken in: this launcher leaves, and the job goes on without it. Taken in
+        // already, it is in the job: the signal is the supervisor's.
+        if (!latest || !rank_of(latest->second, lease)) throw Interrupted{*signal};
+        stop_checks = false;
+      }
       if (latest && !checked_stale) {
         std::set<std::int64_t> alive;
         for (const Member& m : members) alive.insert(m.lease);
@@ -171,7 +212,7 @@ Membership EtcdBackend::Impl::elastic_join() {
       }
       auto wait = std::chrono::duration_cast<milliseconds>(deadline - Steady::now());
       if (last_call.open()) wait = last_call.left(Steady::now());
-      wait_change(revision, std::clamp(wait, milliseconds(1), interval * 10));
+      wait_change(revision, std::clamp(wait, milliseconds(1), kJoinSlice));
     } catch (const Error& e) {
       if (!e.unreachable()) throw;
       wait_out_unreachable(failing_since);

@@ -65,6 +65,10 @@ struct AgentOptions {
   std::chrono::milliseconds heartbeat_timeout{std::chrono::seconds(30)};
   /// Elastic: once MIN machines are in, how long to wait for more (torchrun's c10d: 30 s).
   std::chrono::milliseconds last_call_timeout{std::chrono::seconds(30)};
+  /// A stop signal (Ctrl-C) waiting for this launcher, if any, asked between the join's
+  /// waits: the join then stops, and the others hear why (join_interrupted). A signal that
+  /// comes once the job has formed is left for the supervisor.
+  std::function<std::optional<int>()> stop_pending;
 
   bool elastic() const { return min_machines > 0 && min_machines < max_machines; }
   /// What this launcher registers when it joins.

@@ -22,12 +22,16 @@ StoreBackend::Impl::Impl(AgentOptions options) : o(std::move(options)) {
                         std::chrono::milliseconds(1000));
 }
 
-StoreClient StoreBackend::Impl::connect(std::chrono::milliseconds timeout) const {
+StoreClient StoreBackend::Impl::connect(std::chrono::milliseconds timeout,
+                                        bool interruptible) const {
   rendezvous::ClientOptions options;
   options.host = o.store_host;
   options.port = o.store_port;
   options.connect_timeout = timeout;
   options.timeout = timeout;
+  if (interruptible && o.stop_pending) {
+    options.give_up = [this] { return o.stop_pending().has_value(); };
+  }
   return StoreClient::connect(options);
 }
 

@@ -67,7 +67,8 @@ struct StoreBackend::Impl {
   bool elastic() const { return o.elastic(); }
 
   // --- store_backend.cpp: connections and failures -----------------------------------------
-  StoreClient connect(std::chrono::milliseconds timeout) const;
+  // `interruptible`: retries end at a stop signal (check_stop says so then).
+  StoreClient connect(std::chrono::milliseconds timeout, bool interruptible = false) const;
   std::string host_of(int m) const;
   // Heartbeat key of machine rank m: per arrival slot in elastic jobs, whose ranks change.
   std::string hb_key(int m);
@@ -105,6 +106,16 @@ struct StoreBackend::Impl {
   }
 
   // --- store_join.cpp ----------------------------------------------------------------------
+  // A stop signal (Ctrl-C) that came during the join: thrown between its waits.
+  struct Interrupted {
+    int signal;
+  };
+  bool stop_checks = true;  // off once the signal is the supervisor's (main thread only)
+  void check_stop() const;
+  // Waits until `k` exists (true) or `watch` does (false; "" watches nothing), one short
+  // slice at a time so that check_stop runs between them; StoreTimeout at `deadline`.
+  bool wait_join_key(StoreClient& c, const std::string& k, const std::string& watch,
+                     Steady::time_point deadline);
   void register_arrival();
   Membership fixed_join(Steady::time_point deadline);
   // Both fill `arrivals` with the job's records and `keys` with where each was read.
@@ -114,13 +125,30 @@ struct StoreBackend::Impl {
   std::variant<Layout, JoinProblem> follow_job(Steady::time_point deadline,
                                                std::vector<JoinRecord>& arrivals,
                                                std::vector<std::string>& keys);
+  // The layout another launcher wrote first (a withdrawal), as follow_job reads it; machine 0
+  // also waits for the others to read a problem.
+  std::variant<Layout, JoinProblem> follow_standing_layout(Steady::time_point deadline,
+                                                           std::vector<JoinRecord>& arrivals,
+                                                           std::vector<std::string>& keys);
+  // Interrupted in a fixed job's join: an error layout naming this launcher ends it for all,
+  // unless a layout stands already (then that one is followed).
+  std::variant<Layout, JoinProblem> withdraw(int signal, Steady::time_point deadline,
+                                             std::vector<JoinRecord>& arrivals,
+                                             std::vector<std::string>& keys);
+  // Machine 0 exits on a problem, and its store with it: the others read why first.
+  void arrivals_ack_wait();
   Membership elastic_join();
   Membership elastic_host_first_round(StoreClient& c);
   Membership elastic_wait_for_round(StoreClient& c, int from_round);
+  // Interrupted before an elastic job took this launcher in: it leaves alone (taken/<slot>).
+  Membership elastic_withdraw(int signal);
 
   // --- store_members.cpp: elastic jobs -----------------------------------------------------
   void poll_arrivals(StoreClient& c);
   Membership publish_round(StoreClient& c, int r, const std::vector<int>& next);
+  // Claims each newcomer in `next` for the round (taken/<k>); false when one withdrew
+  // first: it is dropped, and the members must be chosen again.
+  bool claim_members(StoreClient& c, const std::vector<int>& next);
   void adopt(const Layout& l, int rank, const std::vector<JoinRecord>& recs);
   std::optional<Membership> find_me(StoreClient& c, const Layout& l);
   int known_now();

@@ -30,19 +30,47 @@ std::chrono::milliseconds remaining(Steady::time_point deadline) {
                   std::chrono::milliseconds(1));
 }
 
+// The longest a wait of the join lasts before it looks for a stop signal again.
+constexpr std::chrono::milliseconds kJoinSlice{200};
+
 }  // namespace
 
 Membership StoreBackend::join() {
   Impl& s = *impl_;
   const auto deadline = Steady::now() + s.o.rdzv_timeout;
-  s.register_arrival();
-  return s.elastic() ? s.elastic_join() : s.fixed_join(deadline);
+  try {
+    s.register_arrival();
+  } catch (const Impl::Interrupted& stop) {  // no record written yet: nobody to tell
+    throw AgentError(join_interrupted(s.o.record(), stop.signal));
+  }
+  Membership m = s.elastic() ? s.elastic_join() : s.fixed_join(deadline);
+  s.stop_checks = false;  // from here on, a stop signal is the supervisor's
+  return m;
+}
+
+void StoreBackend::Impl::check_stop() const {
+  if (!stop_checks || !o.stop_pending) return;
+  if (const std::optional<int> signal = o.stop_pending()) throw Interrupted{*signal};
+}
+
+bool StoreBackend::Impl::wait_join_key(StoreClient& c, const std::string& k,
+                                       const std::string& watch, Steady::time_point deadline) {
+  for (;;) {
+    check_stop();
+    if (!watch.empty() && c.check({watch})) return false;
+    try {
+      c.wait({k}, std::min(remaining(deadline), kJoinSlice));
+      return true;
+    } catch (const StoreTimeout&) {
+      if (Steady::now() >= deadline) throw;
+    }
+  }
 }
 
 void StoreBackend::Impl::register_arrival() {
   const std::string counter = key("arrivals");
   try {
-    client = connect(o.rdzv_timeout);
+    client = connect(o.rdzv_timeout, /*interruptible=*/true);
     me = o.record();
     const std::int64_t k = client->add(counter, 1);
     slot = static_cast<int>(decode_count(std::to_string(k), 1, kMaxArrivals, counter));
@@ -50,6 +78,7 @@ void StoreBackend::Impl::register_arrival() {
   } catch (const MalformedRecord& e) {
     throw AgentError(malformed_failure(e, o.run_id).cause, 1);
   } catch (const StoreError& e) {
+    check_stop();  // the connect gave up for it
     if (auto malformed = malformed_counter(counter)) {
       throw AgentError(malformed_failure(*malformed, o.run_id).cause, 1);
     }
@@ -68,8 +97,12 @@ Membership StoreBackend::Impl::fixed_join(Steady::time_point deadline) {
   std::vector<JoinRecord> arrivals;
   std::vector<std::string> keys;
   try {
-    decision = o.machine_rank == 0 ? decide_job(deadline, arrivals, keys)
-                                   : follow_job(deadline, arrivals, keys);
+    try {
+      decision = o.machine_rank == 0 ? decide_job(deadline, arrivals, keys)
+                                     : follow_job(deadline, arrivals, keys);
+    } catch (const Interrupted& stop) {
+      decision = withdraw(stop.signal, deadline, arrivals, keys);
+    }
     if (const auto* problem = std::get_if<JoinProblem>(&decision)) throw AgentError(*problem);
     layout = std::get<Layout>(decision);
     check_fixed_layout(layout, o.num_machines, key("layout"));
@@ -111,16 +144,20 @@ Membership StoreBackend::Impl::fixed_join(Steady::time_point deadline) {
 }
 
 // Machine 0: the first num_machines arrivals make the job, or the problem everyone prints
-// (a malformed arrival record too).
+// (a malformed arrival record too). A launcher that withdraws meanwhile writes the layout
+// first: then that one stands.
 std::variant<Layout, JoinProblem> StoreBackend::Impl::decide_job(Steady::time_point deadline,
                                                                  std::vector<JoinRecord>& arrivals,
                                                                  std::vector<std::string>& keys) {
+  const std::string layout_key = key("layout");
   bool complete = true;
   std::optional<JoinProblem> malformed;
   for (int k = 1; k <= o.num_machines && !malformed; ++k) {
     const std::string k_key = key(fmt::format("arrival/{}", k));
     try {
-      client->wait({k_key}, remaining(deadline));
+      if (!wait_join_key(*client, k_key, layout_key, deadline)) {
+        return follow_standing_layout(deadline, arrivals, keys);
+      }
     } catch (const StoreTimeout&) {
       complete = false;
       break;
@@ -139,19 +176,54 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::decide_job(Steady::time_po
                                    missing_machines(arrivals, o.num_machines, o.rdzv_timeout));
   // One job, one run id: machine 0's (the others' random ones are dropped).
   if (auto* decided = std::get_if<Layout>(&decision)) decided->run_id = o.job_run_id;
-  client->set(key("layout"), encode_layout(decision));
-  if (std::holds_alternative<JoinProblem>(decision)) {
-    // This launcher exits now, and its store with it: let the others read why first.
-    std::vector<std::string> acks;
-    const auto arrived = std::clamp<std::int64_t>(client->add(key("arrivals"), 0), 0, kMaxArrivals);
-    for (int k = 1; k <= arrived; ++k)
-      if (k != slot) acks.push_back(key(fmt::format("layout_ack/{}", k)));
-    try {
-      if (!acks.empty()) client->wait(acks, o.heartbeat_timeout);
-    } catch (const StoreTimeout&) {
-    }
+  const std::string ours = encode_layout(decision);
+  if (client->compare_set(layout_key, "", ours) != ours) {
+    return follow_standing_layout(deadline, arrivals, keys);
   }
+  if (std::holds_alternative<JoinProblem>(decision)) arrivals_ack_wait();
   return decision;
+}
+
+void StoreBackend::Impl::arrivals_ack_wait() {
+  std::vector<std::string> acks;
+  const auto arrived = std::clamp<std::int64_t>(client->add(key("arrivals"), 0), 0, kMaxArrivals);
+  for (int k = 1; k <= arrived; ++k)
+    if (k != slot) acks.push_back(key(fmt::format("layout_ack/{}", k)));
+  try {
+    if (!acks.empty()) client->wait(acks, o.heartbeat_timeout);
+  } catch (const StoreTimeout&) {
+  }
+}
+
+std::variant<Layout, JoinProblem> StoreBackend::Impl::follow_standing_layout(
+    Steady::time_point deadline, std::vector<JoinRecord>& arrivals,
+    std::vector<std::string>& keys) {
+  arrivals.clear();  // what this launcher read before is follow_job's to read again
+  keys.clear();
+  auto decision = follow_job(deadline, arrivals, keys);
+  if (o.machine_rank == 0 && std::holds_alternative<JoinProblem>(decision)) arrivals_ack_wait();
+  return decision;
+}
+
+// Like torchrun's agent closing the rendezvous on a signal, but with the reason: every
+// launcher that joined prints it and exits 128+signal. Lost to a layout written first, the
+// signal waits for the supervisor (the job formed) or the layout's problem ends this one too.
+std::variant<Layout, JoinProblem> StoreBackend::Impl::withdraw(int signal,
+                                                               Steady::time_point deadline,
+                                                               std::vector<JoinRecord>& arrivals,
+                                                               std::vector<std::string>& keys) {
+  stop_checks = false;
+  const JoinProblem problem = join_interrupted(me, signal);
+  const std::string ours = encode_layout(problem);
+  if (client->compare_set(key("layout"), "", ours) != ours) {
+    return follow_standing_layout(deadline, arrivals, keys);
+  }
+  if (o.machine_rank == 0) {
+    arrivals_ack_wait();
+  } else {
+    client->set(key(fmt::format("layout_ack/{}", slot)), "1");  // machine 0 waits for it
+  }
+  return problem;
 }
 
 // The others: machine 0's answer, and the records of the machines in the job.
@@ -160,8 +232,8 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::follow_job(Steady::time_po
                                                                  std::vector<std::string>& keys) {
   // Machine 0 answers at its own deadline; allow for the launchers' different start times.
   const std::string layout_key = key("layout");
-  auto decision =
-      decode_layout(client->get(layout_key, remaining(deadline) + o.heartbeat_timeout), layout_key);
+  wait_join_key(*client, layout_key, "", deadline + o.heartbeat_timeout);
+  auto decision = decode_layout(client->get(layout_key), layout_key);
   if (std::holds_alternative<Layout>(decision)) {
     for (int k = 1; k <= o.num_machines; ++k) {
       keys.push_back(key(fmt::format("arrival/{}", k)));
@@ -175,8 +247,14 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::follow_job(Steady::time_po
 
 Membership StoreBackend::Impl::elastic_join() {
   try {
-    return o.machine_rank == 0 ? elastic_host_first_round(*client)
-                               : elastic_wait_for_round(*client, 0);
+    try {
+      return o.machine_rank == 0 ? elastic_host_first_round(*client)
+                                 : elastic_wait_for_round(*client, 0);
+    } catch (const Interrupted& stop) {
+      stop_checks = false;
+      if (o.machine_rank == 0) fail_round(*client, 0, join_interrupted(me, stop.signal));
+      return elastic_withdraw(stop.signal);
+    }
   } catch (const StoreError& e) {
     throw AgentError(fmt::format("lost machine 0's store at {}:{} while joining: {}", o.store_host,
                                  o.store_port, e.what()),
@@ -191,6 +269,7 @@ Membership StoreBackend::Impl::elastic_host_first_round(StoreClient& c) {
   LastCall last_call(o.min_machines, o.last_call_timeout);
   bool told = false;
   for (;;) {
+    check_stop();
     poll_arrivals(c);
     int arrived = 0;
     {
@@ -199,7 +278,13 @@ Membership StoreBackend::Impl::elastic_host_first_round(StoreClient& c) {
     }
     last_call.count(arrived, Steady::now());
     if (first_round_ready(arrived, o.min_machines, o.max_machines, last_call.over(Steady::now()))) {
-      break;
+      std::vector<int> next;
+      {
+        std::lock_guard lock(arr_mu);
+        next = next_members({slot}, {}, waiting, o.max_machines);
+      }
+      if (claim_members(c, next)) return publish_round(c, 0, next);
+      continue;  // one withdrew: count again
     }
     if (last_call.open() && !told) {
       told = true;
@@ -216,16 +301,10 @@ Membership StoreBackend::Impl::elastic_host_first_round(StoreClient& c) {
       fail_round(c, 0, too_few_to_start(in, o.min_machines, o.rdzv_timeout));
     }
     try {
-      c.wait({key(fmt::format("arrival/{}", known_now() + 1))}, interval);
+      c.wait({key(fmt::format("arrival/{}", known_now() + 1))}, std::min(interval, kJoinSlice));
     } catch (const StoreTimeout&) {
     }
   }
-  std::vector<int> next;
-  {
-    std::lock_guard lock(arr_mu);
-    next = next_members({slot}, {}, waiting, o.max_machines);
-  }
-  return publish_round(c, 0, next);
 }
 
 // A non-host waits to be taken into a round: the first one formed with it in.
@@ -234,6 +313,7 @@ Membership StoreBackend::Impl::elastic_wait_for_round(StoreClient& c, int from_r
   const auto deadline = Steady::now() + o.rdzv_timeout + o.last_call_timeout + o.heartbeat_timeout;
   int target = from_round;
   for (;;) {
+    check_stop();
     beat(c);  // alive while waiting
     const std::string refused = key(fmt::format("refused/{}", slot));
     if (c.check({refused})) {
@@ -274,10 +354,21 @@ Membership StoreBackend::Impl::elastic_wait_for_round(StoreClient& c, int from_r
                        1);
     }
     try {
-      c.wait({rkey(target, "layout")}, interval);
+      c.wait({rkey(target, "layout")}, std::min(interval, kJoinSlice));
     } catch (const StoreTimeout&) {
     }
   }
+}
+
+// Not yet taken in, this launcher leaves alone: the job goes on without it. Claimed by the
+// host first (its round is being published), it is in the job, and the signal waits for the
+// supervisor.
+Membership StoreBackend::Impl::elastic_withdraw(int signal) {
+  const std::string taken = key(fmt::format("taken/{}", slot));
+  if (client->compare_set(taken, "", "out") == "out") {
+    throw AgentError(join_interrupted(me, signal));
+  }
+  return elastic_wait_for_round(*client, 0);
 }
 
 }  // namespace xlaunch::cluster

@@ -14,6 +14,10 @@ using StoreClient = rendezvous::StoreClient;
 // the running job later.
 void StoreBackend::Impl::poll_arrivals(StoreClient& c) {
   std::lock_guard lock(arr_mu);
+  std::erase_if(waiting, [&](int k) {  // withdrew (elastic_withdraw) before it was taken in
+    const std::string taken = key(fmt::format("taken/{}", k));
+    return c.check({taken}) && c.get(taken) == "out";
+  });
   const auto n = std::min<std::int64_t>(c.add(key("arrivals"), 0), kMaxArrivals);
   for (int k = known + 1; k <= n; ++k) {
     const std::string k_key = key(fmt::format("arrival/{}", k));
@@ -55,6 +59,21 @@ Membership StoreBackend::Impl::publish_round(StoreClient& c, int r, const std::v
   if (const auto* problem = std::get_if<JoinProblem>(&decision)) throw AgentError(*problem);
   adopt(std::get<Layout>(decision), 0, recs);
   return Membership{layout, 0, r};
+}
+
+bool StoreBackend::Impl::claim_members(StoreClient& c, const std::vector<int>& next) {
+  std::vector<int> withdrawn;
+  for (int k : next) {
+    if (k != slot && c.compare_set(key(fmt::format("taken/{}", k)), "", "in") != "in") {
+      withdrawn.push_back(k);
+    }
+  }
+  if (withdrawn.empty()) return true;
+  std::lock_guard lock(arr_mu);
+  std::erase_if(waiting, [&](int k) {
+    return std::find(withdrawn.begin(), withdrawn.end(), k) != withdrawn.end();
+  });
+  return false;
 }
 
 void StoreBackend::Impl::adopt(const Layout& l, int rank, const std::vector<JoinRecord>& recs) {

@@ -76,6 +76,7 @@ Membership StoreBackend::Impl::elastic_host_next_round(int r,
       next = next_members(current, lost_slots, waiting, o.max_machines);
     }
     if (static_cast<int>(next.size()) >= o.min_machines) {
+      if (!claim_members(c, next)) continue;  // one withdrew: choose again
       round = r;
       // The round's workers expect an empty store (PyTorch 2.x adds no per-attempt prefix
       // under an agent store); clear before the layout lets any machine start them.

@@ -10,6 +10,7 @@
 #include "launcher/console.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/launch_error.hpp"
+#include "launcher/process.hpp"
 
 #ifndef XLAUNCH_VERSION
 #define XLAUNCH_VERSION "unknown"
@@ -49,6 +50,7 @@ AgentOptions agent_options(const Job& job) {
   o.rdzv_timeout = timeouts.rdzv;
   o.heartbeat_timeout = timeouts.heartbeat;
   o.last_call_timeout = timeouts.last_call;
+  o.stop_pending = [] { return pending_stop_signal(); };
   o.settings = agreed_settings({
       {"num_machines", std::to_string(plan.num_machines)},
       {"num_processes", join.total_processes ? std::to_string(*join.total_processes) : "-"},
@@ -137,6 +139,9 @@ void join_through_backend(Job& job, AgentOptions options) {
     adopt(job.plan, m);
     job.plan.first_attempt = m.round;  // a late machine starts at the job's round
   } catch (const AgentError& e) {
+    // The join ended for this launcher's own Ctrl-C: its words, not the signal's default
+    // action, end the process.
+    if (pending_stop_signal()) ignore_stop_signals();
     throw LaunchError(e.what(), e.exit_code());
   }
 }

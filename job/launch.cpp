@@ -36,11 +36,11 @@ int launch(const LaunchRequest& request) {
   warn_if_bf16_unsupported(job);
   host_store(job);
   job.host = job.settings.local_addr.value_or(host_name());  // torchrun's --local_addr
-  join_machines(job);
-
-  // From the run folder on, a stop signal waits for the supervisor's handlers, so that
-  // the run ends with its summary.json; until then it ends xlaunch as usual.
+  // From the join on, a stop signal waits: the join looks for it between its waits (the
+  // other machines must hear of it), then the supervisor's handlers take it, so that the
+  // run ends with its summary.json. Until then it ends xlaunch as usual.
   std::optional<StopSignalsHeld> held(std::in_place);
+  join_machines(job);
   RunFiles files(job.plan.run_id, job.plan.log_dir,
                  output_off_console(job.plan) ? RunFiles::Logs::in_temp : RunFiles::Logs::none);
   announce_run(job, files);

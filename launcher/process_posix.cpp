@@ -94,6 +94,20 @@ void release_stop_signals() {
   ::pthread_sigmask(SIG_UNBLOCK, &stop, nullptr);
 }
 
+std::optional<int> pending_stop_signal() {
+  sigset_t pending;
+  if (::sigpending(&pending) != 0) return std::nullopt;
+  for (int sig : kStopSignals) {
+    // Held, an ignored signal is still queued (Linux): it must not count.
+    struct sigaction now {};
+    if (sigismember(&pending, sig) == 1 && ::sigaction(sig, nullptr, &now) == 0 &&
+        now.sa_handler != SIG_IGN) {
+      return sig;
+    }
+  }
+  return std::nullopt;
+}
+
 void ignore_stop_signals() {
   for (int sig : kStopSignals) ::signal(sig, SIG_IGN);
 }

@@ -151,7 +151,7 @@ StoreClient StoreClient::connect(const ClientOptions& options) {
     std::string cause = impl->try_connect(dl);
     if (cause.empty()) return StoreClient(std::move(impl));
     auto now = Clock::now();
-    if (now >= dl) {
+    if (now >= dl || (options.give_up && options.give_up())) {
       throw StoreError(fmt::format(
           "connect {}:{}: {} after {} attempt{} in {} ms (timeout {} ms); is the store running "
           "and reachable?",

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,6 +22,8 @@ struct ClientOptions {
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};
   /// Default timeout of every blocking call (get, wait) that is given none.
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  /// Asked between connect attempts: true ends the retries at once (a launcher's Ctrl-C).
+  std::function<bool()> give_up;
 };
 
 class StoreClient {

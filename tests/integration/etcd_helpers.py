@@ -4,6 +4,7 @@ etcd client from the command line (`driver`, `run`, `ok`, `values`), and `xlaunc
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -66,6 +67,20 @@ attempt = os.environ["TORCHELASTIC_RESTART_COUNT"]
 if os.environ.get("MODE") == "fail_once" and rank == 3 and attempt == "0":
     sys.exit(5)
 '''
+
+
+def wait_for_members(driver, endpoints, run_id, count):
+    """Waits until `count` launchers are registered (values span lines: keys are counted)."""
+    prefix = f"/xlaunch/{run_id}/members/"
+
+    def registered():
+        listed = ok(driver, endpoints, "get-prefix", prefix)
+        return sum(line.startswith(prefix) for line in listed.splitlines())
+
+    deadline = time.monotonic() + TIMEOUT
+    while registered() < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert registered() == count
 
 
 class Launchers:

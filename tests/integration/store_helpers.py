@@ -3,6 +3,8 @@ import contextlib
 import json
 import re
 import signal
+import socket
+import struct
 import subprocess
 import textwrap
 
@@ -51,3 +53,37 @@ def run_torch(python, port, body, timeout=120):
                           text=True, timeout=timeout)
     assert proc.returncode == 0, f"torch client failed ({proc.returncode}): {proc.stderr[-3000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+class RawStore:
+    """The launchers' keys as they are on the wire (torch's client would prefix them with
+    '/'), in PyTorch 1.13's numbering: SET 0, GET 2, ADD 3."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+
+    @staticmethod
+    def _bytes(data):
+        data = data.encode() if isinstance(data, str) else data
+        return struct.pack("<Q", len(data)) + data
+
+    def _recv(self, n):
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            assert chunk, "the store closed the connection"
+            data += chunk
+        return data
+
+    def set(self, key, value):
+        self.sock.sendall(b"\x00" + self._bytes(key) + self._bytes(value))
+        self.get(key)  # SET has no answer: wait until it is done
+
+    def get(self, key):
+        self.sock.sendall(b"\x02" + self._bytes(key))
+        (n,) = struct.unpack("<Q", self._recv(8))
+        return self._recv(n).decode()
+
+    def add(self, key, delta):
+        self.sock.sendall(b"\x03" + self._bytes(key) + struct.pack("<q", delta))
+        return struct.unpack("<q", self._recv(8))[0]

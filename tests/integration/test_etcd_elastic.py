@@ -9,7 +9,8 @@ import time
 import pytest
 
 from etcd_fixtures import etcd, etcd_binary  # noqa: F401 (fixtures)
-from etcd_helpers import TIMEOUT, driver, launchers, ok  # noqa: F401 (fixtures)
+from etcd_helpers import (TIMEOUT, driver, launchers, ok,  # noqa: F401 (fixtures)
+                          wait_for_members)
 
 
 ELASTIC = ["--max_restarts", "1", "--rdzv_conf", "last_call_timeout=1"]
@@ -24,20 +25,6 @@ def wait_for_sums(launchers, procs, want):
     sums = launchers.sums()
     assert want(sums), sums
     return sums
-
-
-def wait_for_members(driver, endpoints, run_id, count):
-    """Waits until `count` launchers are registered (values span lines: keys are counted)."""
-    prefix = f"/xlaunch/{run_id}/members/"
-
-    def registered():
-        listed = ok(driver, endpoints, "get-prefix", prefix)
-        return sum(line.startswith(prefix) for line in listed.splitlines())
-
-    deadline = time.monotonic() + TIMEOUT
-    while registered() < count and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert registered() == count
 
 
 def test_launch_elastic_job_grows_when_a_machine_joins(launchers, etcd, driver):
