@@ -34,6 +34,9 @@ class StallMonitor {
     std::string registry_dir;      // where `xlaunch stacks` finds launchers (registry_dir())
     std::string run_cgroup_procs;  // the run's cgroup.procs, "" without one
     long guardian_pid = -1;        // the containment guardian (not the run's work)
+    /// Called before the temporary folder is made, with where it will be and how its name
+    /// starts, so that a killed launcher's guardian can remove it whenever it dies.
+    std::function<void(const std::string& folder, const std::string& name_prefix)> before_temp_dir;
   };
 
   /// Where its messages go: the console, and the run's log (xlaunch.log).

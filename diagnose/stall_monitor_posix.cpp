@@ -55,9 +55,12 @@ StallMonitor::Impl::~Impl() {
 }
 
 void StallMonitor::Impl::make_python_dir() {
-  // Absolute, as the workers get paths in it (PYTHONPATH, XLAUNCH_STACKS_DIR).
-  std::string pattern =
-      fmt::format("{}/xlaunch-stacks-{}-XXXXXX", config::temp_root(), options.run_id);
+  // Absolute, as the workers get paths in it (PYTHONPATH, XLAUNCH_STACKS_DIR). The pid: on
+  // one host, the machines of a job share its run id.
+  const std::string folder = config::temp_root();
+  const std::string prefix = fmt::format("xlaunch-stacks-{}-{}-", options.run_id, ::getpid());
+  if (options.before_temp_dir) options.before_temp_dir(folder, prefix);
+  std::string pattern = fmt::format("{}/{}XXXXXX", folder, prefix);
   if (::mkdtemp(pattern.data()) == nullptr) {
     out.log(fmt::format("python stacks off: cannot create {}: {}", pattern, std::strerror(errno)));
     return;

@@ -2,8 +2,10 @@
 // launcher tells its guardian which of its files and folders to remove should it die without
 // removing them itself; the guardian does so once the run's processes are gone. Only what is
 // provably the run's own: each path is removed only while it is still the file or folder
-// registered (device and inode), and a temporary run folder loses only what xlaunch makes in
-// it. A --log_dir run folder is never registered: it holds the logs the user asked for.
+// registered (device and inode), a temporary run folder loses only what xlaunch makes in
+// it, and folders registered before they exist (by name) must be this user's and carry the
+// launcher's pid and run id in their names. A --log_dir run folder is never registered: it
+// holds the logs the user asked for.
 // The guardian's side runs in the guardian: async-signal-safe calls only, no allocation.
 #include <dirent.h>
 #include <fcntl.h>
@@ -13,6 +15,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
+#include <string>
 
 #include "launcher/containment_posix.hpp"
 #include "launcher/process.hpp"
@@ -24,6 +28,7 @@ namespace {
 constexpr std::size_t kMaxLeftovers = 8;
 constexpr int kMaxDepth = 4;  // stacks folder: python/__pycache__/<file> is the deepest
 constexpr char kForget = 'x';
+constexpr char kNamedFolders = 'p';  // path: "<folder>/<name prefix>"; dev and ino: folder's
 
 struct Registered {
   char kind = 0;  // 0: free
@@ -113,7 +118,35 @@ void empty_run_folder(int dir) {
   }
 }
 
+// The folders in r's folder whose names start with r's prefix and that this user owns.
+void remove_named_folders(const Registered& r) {
+  char folder[PATH_MAX];
+  std::memcpy(folder, r.path, sizeof folder);
+  char* slash = std::strrchr(folder, '/');
+  if (slash == nullptr || slash == folder) return;
+  *slash = '\0';
+  const char* prefix = r.path + (slash - folder) + 1;
+  const std::size_t prefix_size = std::strlen(prefix);
+  if (prefix_size == 0 || !same(folder, r)) return;  // gone, or another folder took the path
+  const int dir = ::open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) return;
+  for_entries(dir, buffers[0], [&](const char* name, unsigned char type) {
+    if ((type != DT_DIR && type != DT_UNKNOWN) || std::strncmp(name, prefix, prefix_size) != 0) {
+      return;
+    }
+    const int sub = ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0) return;
+    struct stat st {};
+    const bool own = ::fstat(sub, &st) == 0 && st.st_uid == ::geteuid();
+    if (own) empty_folder(sub, 1);
+    ::close(sub);
+    if (own) ::unlinkat(dir, name, AT_REMOVEDIR);  // fails, harmlessly, when something stays
+  });
+  ::close(dir);
+}
+
 void remove_one(const Registered& r) {
+  if (r.kind == kNamedFolders) return remove_named_folders(r);
   if (!same(r.path, r)) return;  // gone, or another file took the path
   if (r.kind == static_cast<char>(GroupGuardian::Leftover::file)) {
     ::unlink(r.path);
@@ -121,11 +154,7 @@ void remove_one(const Registered& r) {
   }
   const int dir = ::open(r.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dir < 0) return;
-  if (r.kind == static_cast<char>(GroupGuardian::Leftover::folder)) {
-    empty_folder(dir, 0);
-  } else {
-    empty_run_folder(dir);
-  }
+  empty_run_folder(dir);
   ::close(dir);
   ::rmdir(r.path);  // fails, harmlessly, when something stays
 }
@@ -160,15 +189,34 @@ void remove_leftovers() {
   }
 }
 
-void GroupGuardian::remove_if_killed(const std::string& path, Leftover kind) {
+namespace {
+
+// Tells the guardian of `path`, of which `existing` is the part that exists now (device
+// and inode, checked again before anything is removed).
+void register_leftover(int fd, char kind, const std::string& existing, const std::string& path) {
   struct stat st {};
-  if (fd_ < 0 || path.size() >= PATH_MAX || ::lstat(path.c_str(), &st) != 0) return;
+  if (fd < 0 || path.size() >= PATH_MAX || ::lstat(existing.c_str(), &st) != 0) return;
   LeftoverMessage m;
-  m.kind = static_cast<char>(kind);
+  m.kind = kind;
   m.dev = st.st_dev;
   m.ino = st.st_ino;
   std::memcpy(m.path, path.c_str(), path.size() + 1);
-  ::send(fd_, &m, sizeof m, MSG_NOSIGNAL);
+  ::send(fd, &m, sizeof m, MSG_NOSIGNAL);
+}
+
+}  // namespace
+
+void GroupGuardian::remove_if_killed(const std::string& path, Leftover kind) {
+  register_leftover(fd_, static_cast<char>(kind), path, path);
+}
+
+void GroupGuardian::remove_named_folders_if_killed(const std::string& folder,
+                                                   const std::string& name_prefix) {
+  // The guardian opens it without following a link: the real path (a TMPDIR may be a link).
+  std::error_code ec;
+  const std::string real = std::filesystem::canonical(folder, ec).string();
+  if (ec || name_prefix.empty() || name_prefix.find('/') != std::string::npos) return;
+  register_leftover(fd_, kNamedFolders, real, real + "/" + name_prefix);
 }
 
 void GroupGuardian::forget_leftovers() {

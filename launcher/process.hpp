@@ -173,10 +173,15 @@ class GroupGuardian {
   /// What the launcher leaves if it is killed (docs/diagnose.md): when the launcher's socket
   /// closes before forget_leftovers(), the guardian removes `path`, once the run's processes
   /// are gone and only while it is the same file or folder as now (device and inode): a
-  /// file, a folder and all it holds, or a temporary run folder (only what xlaunch makes in
-  /// it: attempt_N.rank_R.error.json, gpu.csv and preload.log). guardian_leftovers_posix.cpp.
-  enum class Leftover : char { file = 'f', folder = 't', run_folder = 'r' };
+  /// file, or a temporary run folder (only what xlaunch makes in it:
+  /// attempt_N.rank_R.error.json, gpu.csv and preload.log). guardian_leftovers_posix.cpp.
+  enum class Leftover : char { file = 'f', run_folder = 'r' };
   void remove_if_killed(const std::string& path, Leftover kind);
+  /// The same for folders not made yet, so that no moment between making one and registering
+  /// it leaves it behind: every folder (and all it holds) in `folder` whose name starts with
+  /// `name_prefix` and that this user owns. The prefix must name this launcher alone (its
+  /// pid and run id).
+  void remove_named_folders_if_killed(const std::string& folder, const std::string& name_prefix);
   /// The launcher ends normally and removes its own files: the guardian forgets them.
   void forget_leftovers();
 

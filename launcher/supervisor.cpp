@@ -38,10 +38,8 @@ RunSummary Supervisor::run(const AttemptHooks& hooks) {
   s.monitor = std::make_unique<diagnose::StallMonitor>(s.io, s.monitor_options(),
                                                        s.monitor_output(), hooks.store_clients);
   s.monitor->on_stall_stop = [&s] { s.stop_for_stall(); };
-  // Should the launcher be killed, its guardian removes them (docs/diagnose.md).
-  if (!s.monitor->temp_dir().empty()) {
-    s.guardian.remove_if_killed(s.monitor->temp_dir(), GroupGuardian::Leftover::folder);
-  }
+  // Should the launcher be killed, its guardian removes it (docs/diagnose.md), as it does
+  // the temporary folder (monitor_options).
   if (!s.monitor->socket_path().empty()) {
     s.guardian.remove_if_killed(s.monitor->socket_path(), GroupGuardian::Leftover::file);
   }
@@ -231,6 +229,9 @@ diagnose::StallMonitor::Options Supervisor::Impl::monitor_options() const {
   o.registry_dir = diagnose::registry_dir(current_environment(), ::getuid());
   o.run_cgroup_procs = worker_placement().cgroup_procs;
   o.guardian_pid = guardian.pid();
+  o.before_temp_dir = [this](const std::string& folder, const std::string& name_prefix) {
+    guardian.remove_named_folders_if_killed(folder, name_prefix);
+  };
   return o;
 }
 

@@ -7,6 +7,8 @@ import signal
 import textwrap
 import time
 
+import pytest
+
 from launch_helpers import start, wait_for_files, wait_until_gone
 
 WAITER = textwrap.dedent("""\
@@ -69,6 +71,34 @@ def test_a_killed_launchers_files_are_removed_by_its_guardian(xlaunch_bin, plain
     assert run_folder is None, sorted(str(p) for p in run_folder.rglob("*"))
     assert list((runtime / "xlaunch").iterdir()) == []
     assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.release_build  # preloads a library, which ASan's runtime refuses
+def test_a_launcher_killed_right_after_making_its_stacks_folder_leaves_none(
+        xlaunch_bin, plain_python, build_dir, tmp_path):
+    # The launcher pauses inside the mkdtemp that makes the stacks folder, before anything
+    # else: a SIGKILL there used to leave the folder (registered with the guardian later).
+    shim = build_dir / "tests" / "libpause_after_mkdtemp.so"
+    assert shim.exists(), f"{shim} is not built: build the pause_after_mkdtemp target"
+    script = tmp_path / "waiter.py"
+    script.write_text(WAITER)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    marker = tmp_path / "paused"
+    env = {"OUT": str(tmp_path), "TMPDIR": str(tmp), "LD_PRELOAD": str(shim),
+           "PAUSE_AFTER_MKDTEMP": "/xlaunch-stacks-", "PAUSE_MARKER": str(marker)}
+    proc = start(xlaunch_bin, ["--num_processes", "2", "--run_id", "window", str(script)],
+                 env=env, python=plain_python)
+    wait_for_files(tmp_path, "paused", 1, timeout=120)
+    made = pathlib.Path(marker.read_text())
+    assert made.is_dir() and made.parent == tmp, made
+    family = children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert wait_until_gone(family, timeout=60) == [], family
+    assert not made.exists()
+    assert not list(tmp.glob("xlaunch-stacks-*"))
+    assert not list(tmp_path.glob("ready_*")), "workers started before the folder was made"
 
 
 def test_a_killed_launcher_keeps_the_log_folder_it_was_asked_for(xlaunch_bin, plain_python,
