@@ -267,7 +267,8 @@ void add_launch_flags(CLI::App& cmd, LaunchFlags& flags,
 void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
   std::vector<std::pair<std::string, std::string>> given;
   for (const KeyFlag& f : kKeyFlags) {
-    if (flags.options.at(f.key)->count() > 0) {
+    // An empty value (--rdzv_id=$UNSET) is no value, as an empty PET_* variable is.
+    if (flags.options.at(f.key)->count() > 0 && !flags.raw.at(f.key).empty()) {
       given.emplace_back(f.key, flags.raw.at(f.key));
     }
   }

@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/test_command.hpp"
+#include "config/argparse_words.hpp"
 #include "config/usage_error.hpp"
 #include "job/early_start.hpp"
 #include "launcher/console.hpp"
@@ -25,6 +26,20 @@ namespace {
 template <void (*add)(CLI::App&, xlaunch::cli::Action&)>
 void whatever_words(CLI::App& app, xlaunch::cli::Action& run, xlaunch::cli::Words) {
   add(app, run);
+}
+
+// `args` (the subcommand's name first) as argparse reads them (config/argparse_words.hpp).
+std::vector<std::string> argparse_spelling_of(const CLI::App& sub,
+                                              const std::vector<std::string>& args) {
+  std::vector<std::string> spelt{args.front()};
+  const std::vector<std::string> words(args.begin() + 1, args.end());
+  for (std::string& word : xlaunch::config::argparse_spelling(words, [&sub](std::string_view name) {
+         const CLI::Option* option = sub.get_option_no_throw(std::string(name));
+         return option ? std::optional<bool>(option->get_expected_min() > 0) : std::nullopt;
+       })) {
+    spelt.push_back(std::move(word));
+  }
+  return spelt;
 }
 
 int dispatch(int argc, char** argv) {
@@ -57,16 +72,19 @@ int dispatch(int argc, char** argv) {
   const std::string_view first = argc > 1 ? argv[1] : "";
   const auto named = std::find_if(std::begin(kCommands), std::end(kCommands),
                                   [&](const Command& c) { return c.name == first; });
+  std::vector<std::string> args(argv + 1, argv + argc);  // what CLI11 parses
   if (named != std::end(kCommands)) {
     const std::vector<std::string_view> words(argv + 2, argv + argc);
     if (named->name == "launch") job::start_helpers_early(words);
     named->add(app, run, words);
+    args = argparse_spelling_of(*app.get_subcommand(std::string(named->name)), args);
   } else {
     for (const Command& command : kCommands) command.add(app, run, std::nullopt);
   }
 
   try {
-    app.parse(argc, argv);
+    std::reverse(args.begin(), args.end());  // CLI11 takes the words last first
+    app.parse(std::move(args));
     return run ? run() : exit_status::kSuccess;
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
