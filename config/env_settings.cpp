@@ -80,6 +80,8 @@ const std::vector<PetVariable>& pet_variables() {
       {"PET_SIGNALS_TO_HANDLE", "signals_to_handle"},
       {"PET_SHUTDOWN_TIMEOUT", "term_timeout"},
       {"PET_VIRTUAL_LOCAL_RANK", "virtual_local_rank", true},
+      // Not a flag's: torchrun's workers run under it, else torchrun's own interpreter.
+      {"PYTHON_EXEC", "python"},
   };
   return variables;
 }

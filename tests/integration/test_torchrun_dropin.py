@@ -299,3 +299,22 @@ def test_rdzv_endpoint_port_0_on_one_machine_takes_a_free_port(xlaunch_bin, tmp_
     ports = [int(item[3:]) for item in seen if item.startswith("MP=")]
     assert len(ports) == 1 and ports[0] > 0, seen  # one real port, the same for both ranks
     assert "MA=localhost" in seen
+
+
+def test_python_exec_picks_the_interpreter_as_in_torchrun(xlaunch_bin, tmp_path):
+    # torchrun runs its workers under $PYTHON_EXEC (run.py); --python and XLAUNCH_PYTHON win.
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    venv_python = tmp_path / "python"
+    venv_python.symlink_to(sys.executable)
+
+    def command(args, env):
+        r = subprocess.run([xlaunch_bin, "launch", "--dry_run", *args, "train.py"],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                           env=isolated_env(tmp_path, PYTHON_EXEC=str(venv_python), **env))
+        assert r.returncode == 0, r.stderr
+        return next(l for l in r.stdout.splitlines() if l.startswith("command: "))
+
+    assert command([], {}) == f"command: {venv_python} -u train.py"
+    assert command(["--python", "/usr/bin/python3"], {}) == "command: /usr/bin/python3 -u train.py"
+    assert command([], {"XLAUNCH_PYTHON": "/usr/bin/python3"}) == \
+        "command: /usr/bin/python3 -u train.py"
