@@ -274,7 +274,7 @@ void finish_launch_flags(CLI::App& cmd, LaunchFlags& flags) {
   }
   // The config schema parses and checks flags exactly as it does file and env values.
   config::Settings& s = flags.settings;
-  s = config::settings_from_flags(given);
+  s = config::settings_from_flags(given, &flags.notices);
   // (before PET_RUN_PATH is read: the variable is a launch's, not a test's)
   if (cmd.get_name() != "launch" && (flags.dry_run || flags.run_path)) {
     throw UsageError(
@@ -354,6 +354,7 @@ config::Settings resolve_launch_settings(const LaunchFlags& flags,
   config::Resolved resolved = config::resolve(flags.settings, flags.config_file, getenv);
   if (config_file_read) *config_file_read = resolved.config_file;
   if (sources) *sources = config::sources(resolved);
+  for (const std::string& notice : flags.notices) launcher::say("xlaunch: note: {}\n", notice);
   for (const std::string& notice : resolved.notices) {
     launcher::say("xlaunch: note: {}\n", notice);
   }

@@ -19,7 +19,8 @@ struct LaunchFlags {
   /// Config-key flags as typed (key → text); the config schema parses and checks them.
   std::map<std::string, std::string> raw;
   bool multi_gpu = false;
-  config::Settings settings;  // only what the command line said (after finish_launch_flags)
+  config::Settings settings;         // only what the command line said (after finish_launch_flags)
+  std::vector<std::string> notices;  // what to say of values it took (finish_launch_flags)
   std::optional<std::string> config_file;
   bool module = false;
   bool no_python = false;

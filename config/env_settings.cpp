@@ -48,8 +48,8 @@ Settings settings_from_env(const Getenv& getenv, std::vector<std::string>* notic
     }
     std::string notice;
     if (!key.parse(*value, out, notice)) {
-      problems.push_back(fmt::format("environment variable {}: bad value '{}' (allowed: {})", name,
-                                     printable(*value), key.allowed));
+      problems.push_back(fmt::format("environment variable {}: bad value '{}'{} (allowed: {})",
+                                     name, printable(*value), refusal_reason(notice), key.allowed));
     } else if (!notice.empty() && notices != nullptr) {
       notices->push_back(fmt::format("environment variable {}: {}", name, notice));
     }
@@ -106,8 +106,8 @@ Settings settings_from_pet_env(const Getenv& getenv, std::vector<std::string>* n
     }
     std::string notice;
     if (!spec->parse(text, out, notice)) {
-      problems.push_back(fmt::format("environment variable {}: bad value '{}' (allowed: {})", name,
-                                     printable(text), spec->allowed));
+      problems.push_back(fmt::format("environment variable {}: bad value '{}'{} (allowed: {})",
+                                     name, printable(text), refusal_reason(notice), spec->allowed));
     } else if (!notice.empty() && notices != nullptr) {
       notices->push_back(fmt::format("environment variable {}: {}", name, notice));
     }

@@ -24,8 +24,9 @@ struct KeySpec {
   std::string_view allowed;  ///< what is allowed, for error messages: "an integer >= 1"
   std::string_view help;     ///< one line for docs and `config show`
   /// Parses `text` into `into`. Returns false (leaving `into` alone) when the text is not
-  /// allowed. May set `notice` when it accepted the value but the user should know something
-  /// (e.g. accelerate's FSDP launched as MULTI_GPU).
+  /// allowed, with `notice` saying why when `allowed` alone would not. May set `notice` when
+  /// it accepted the value but the user should know something (e.g. accelerate's FSDP
+  /// launched as MULTI_GPU).
   std::function<bool(std::string_view text, Settings& into, std::string& notice)> parse;
   /// The value as text, or nullopt when `from` leaves this key unset.
   std::function<std::optional<std::string>(const Settings& from)> print;
@@ -33,6 +34,11 @@ struct KeySpec {
 
 /// Every key, in the order files are written (accelerate's keys first).
 const std::vector<KeySpec>& schema();
+
+/// ": why" when a refused value's `notice` says why, else "" (for "bad value 'v'{}").
+inline std::string refusal_reason(const std::string& notice) {
+  return notice.empty() ? std::string() : ": " + notice;
+}
 
 /// The spec of `name`, or nullptr when xlaunch does not know the key.
 const KeySpec* find_key(std::string_view name);

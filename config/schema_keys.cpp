@@ -1,6 +1,7 @@
 // The table of keys xlaunch understands (schema.hpp), in the order files are written:
 // accelerate's keys first, then xlaunch's own, torchrun's and the diagnosis keys.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -126,13 +127,23 @@ KeySpec rdzv_conf_key() {
           ValueKind::Text,
           "key=value pairs such as join_timeout=600,last_call_timeout=30 (keys: "
           "join_timeout, last_call_timeout, close_timeout, read_timeout, is_host, "
-          "timeout)",
+          "timeout; others are ignored with a note, as torchrun ignores them)",
           "torchrun's rendezvous options; join_timeout and timeout set rdzv_timeout",
           [](std::string_view text, Settings& into, std::string& notice) {
             std::string problem;
-            if (parse_rdzv_conf(text, into, problem)) return true;
-            notice = problem;
-            return false;
+            std::vector<std::string> ignored;
+            if (!parse_rdzv_conf(text, into, problem, &ignored)) {
+              notice = problem;
+              return false;
+            }
+            if (!ignored.empty()) {
+              notice = fmt::format(
+                  "ignored {} (xlaunch reads join_timeout, last_call_timeout, close_timeout, "
+                  "read_timeout, is_host and timeout; torchrun's backends ignore keys they "
+                  "do not read)",
+                  fmt::join(ignored, ", "));
+            }
+            return true;
           },
           format_rdzv_conf};
 }

@@ -45,7 +45,7 @@ class SigintGuard {
   SigintGuard& operator=(const SigintGuard&) = delete;
 
  private:
-  struct sigaction saved_[std::size(kStopSignals)] {};
+  struct sigaction saved_[std::size(kStopSignals)]{};
 };
 
 /// One byte from stdin: nullopt at end of input; throws Interrupted after a stop signal.

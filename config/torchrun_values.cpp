@@ -104,7 +104,8 @@ std::optional<Endpoint> parse_endpoint(std::string_view text) {
   return out;
 }
 
-bool parse_rdzv_conf(std::string_view text, Settings& into, std::string& problem) {
+bool parse_rdzv_conf(std::string_view text, Settings& into, std::string& problem,
+                     std::vector<std::string>* ignored) {
   Settings out = into;
   for (std::string_view item : split(text, ',')) {
     item = trim(item);
@@ -137,12 +138,15 @@ bool parse_rdzv_conf(std::string_view text, Settings& into, std::string& problem
         return false;
       }
       out.rdzv_is_host = v;
-    } else {
+    } else if ((key == "protocol" && lower(value) != "http") || key == "cacert" || key == "cert" ||
+               key == "key") {
       problem = fmt::format(
-          "unknown key '{}' (known: join_timeout, last_call_timeout, close_timeout, "
-          "read_timeout, is_host, timeout)",
-          key);
+          "{}: etcd over TLS is not supported (xlaunch's etcd client speaks plain http)", key);
       return false;
+    } else if (ignored != nullptr) {
+      // torchrun's backends read the keys they know and ignore the rest (store_type,
+      // use_libuv, keep_alive_interval, ... have no use here).
+      ignored->push_back(fmt::format("{}={}", key, std::string(value)));
     }
   }
   into = std::move(out);

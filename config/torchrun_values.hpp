@@ -44,8 +44,12 @@ std::optional<Endpoint> parse_endpoint(std::string_view text);
 
 /// --rdzv_conf: comma-separated key=value pairs. Known keys: join_timeout and timeout (into
 /// rdzv_timeout), last_call_timeout, close_timeout, read_timeout (seconds), is_host (boolean).
-/// Returns false and names the offending item in `problem` when something is not allowed.
-bool parse_rdzv_conf(std::string_view text, Settings& into, std::string& problem);
+/// Any other key is added to `ignored` ("key=value"), as torchrun's backends ignore keys they
+/// do not read, except etcd's TLS ones (protocol=https, cacert, cert, key): xlaunch cannot
+/// honour those. Returns false and names the offending item in `problem` when something is
+/// not allowed.
+bool parse_rdzv_conf(std::string_view text, Settings& into, std::string& problem,
+                     std::vector<std::string>* ignored = nullptr);
 
 /// The rdzv_conf fields of `from` written back as "k=v,...", or nullopt when none is set.
 std::optional<std::string> format_rdzv_conf(const Settings& from);

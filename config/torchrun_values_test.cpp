@@ -99,7 +99,8 @@ TEST_CASE("flag rdzv_endpoint: host and host:port and v6:port - port 29400 by de
   }
 }
 
-TEST_CASE("flag rdzv_conf keys land in their settings - unknown keys are named", "[torchrun]") {
+TEST_CASE("flag rdzv_conf keys land in their settings - others are ignored, TLS refused",
+          "[torchrun]") {
   Settings s;
   std::string problem;
   REQUIRE(parse_rdzv_conf(
@@ -115,10 +116,17 @@ TEST_CASE("flag rdzv_conf keys land in their settings - unknown keys are named",
   Settings t;
   REQUIRE(parse_rdzv_conf("timeout=45", t, problem));
   CHECK(t.rdzv_timeout == 45);
+  Settings u;
+  std::vector<std::string> ignored;
+  REQUIRE(parse_rdzv_conf("join_timeout=5,store_type=tcp, Use_Libuv = 0", u, problem, &ignored));
+  CHECK(u.rdzv_timeout == 5);
+  CHECK(ignored == std::vector<std::string>{"store_type=tcp", "use_libuv=0"});  // as torchrun
   Settings untouched;
-  CHECK_FALSE(parse_rdzv_conf("join_timeout=5,store_type=x", untouched, problem));
-  CHECK(problem.find("unknown key 'store_type'") != std::string::npos);
+  CHECK_FALSE(parse_rdzv_conf("join_timeout=5,protocol=https", untouched, problem));
+  CHECK(problem.find("etcd over TLS is not supported") != std::string::npos);
   CHECK_FALSE(untouched.rdzv_timeout);  // all or nothing
+  CHECK_FALSE(parse_rdzv_conf("cacert=/ca.pem", untouched, problem));
+  CHECK(parse_rdzv_conf("protocol=HTTP", untouched, problem));
   CHECK_FALSE(parse_rdzv_conf("join_timeout", untouched, problem));
   CHECK_FALSE(parse_rdzv_conf("join_timeout=-1", untouched, problem));
   CHECK_FALSE(parse_rdzv_conf("is_host=maybe", untouched, problem));

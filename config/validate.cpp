@@ -105,8 +105,9 @@ void read_schema_key(Reading& r, const KeySpec& spec, const std::string& key,
   if (text && text->empty()) return;
   std::string notice;
   if (!text || !spec.parse(*text, r.out.settings, notice)) {
-    r.problems.push_back(fmt::format("{}: key '{}': bad value '{}' (allowed: {})",
-                                     where(r.origin, value_mark), key, shown(value), spec.allowed));
+    r.problems.push_back(fmt::format("{}: key '{}': bad value '{}'{} (allowed: {})",
+                                     where(r.origin, value_mark), key, shown(value),
+                                     refusal_reason(notice), spec.allowed));
     return;
   }
   r.value_marks[key] = value_mark;

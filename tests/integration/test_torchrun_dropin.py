@@ -318,3 +318,15 @@ def test_python_exec_picks_the_interpreter_as_in_torchrun(xlaunch_bin, tmp_path)
     assert command(["--python", "/usr/bin/python3"], {}) == "command: /usr/bin/python3 -u train.py"
     assert command([], {"XLAUNCH_PYTHON": "/usr/bin/python3"}) == \
         "command: /usr/bin/python3 -u train.py"
+
+
+def test_rdzv_conf_keys_xlaunch_does_not_read_are_ignored_with_a_note(xlaunch_bin, tmp_path):
+    # torchrun's backends read the keys they know and ignore the rest; refusing them (exit 2)
+    # broke command lines written for torchrun 2.x (store_type, use_libuv, keep_alive_*).
+    got, r = dry_run(xlaunch_bin, tmp_path, [
+        "--rdzv_conf", "join_timeout=50,store_type=tcp,use_libuv=0,keep_alive_interval=5"])
+    assert got["rdzv_timeout"] == "50"
+    assert ("xlaunch: note: flag --rdzv_conf: ignored store_type=tcp, use_libuv=0, "
+            "keep_alive_interval=5") in r.stderr
+    _, r = dry_run(xlaunch_bin, tmp_path, [], {"PET_RDZV_CONF": "bogus=1"})
+    assert "environment variable PET_RDZV_CONF: ignored bogus=1" in r.stderr

@@ -18,7 +18,9 @@ from config_helpers import dry_run, isolated_env
     (["--multi_gpu", "--num_processes", "2"], {"CUDA_VISIBLE_DEVICES": ""},
      "distributed_type MULTI_GPU (from the command line) runs one worker per GPU, but no GPU is "
      "visible"),
-    (["--rdzv_conf", "join_timeout=5,bogus=1"], {}, "flag --rdzv_conf: bad value"),
+    (["--rdzv_conf", "join_timeout=5,protocol=https,cacert=/ca.pem"], {},
+     "flag --rdzv_conf: bad value 'join_timeout=5,protocol=https,cacert=/ca.pem': protocol: etcd "
+     "over TLS is not supported"),
     (["--rdzv_endpoint", "192.0.2.1:29400", "--nnodes", "2"], {},
      "this launcher does not host the store"),
     (["--start_method", "thread"], {}, "--start_method: bad value 'thread'"),
