@@ -84,4 +84,12 @@ std::string FlagGroupsFormatter::make_subcommands(const CLI::App* app, CLI::AppF
   return out;
 }
 
+config::TakesValue takes_value_in(const CLI::App& cmd) {
+  return [&cmd](std::string_view name) -> std::optional<bool> {
+    const CLI::Option* option = cmd.get_option_no_throw(std::string(name));
+    if (option == nullptr) return std::nullopt;
+    return option->get_expected_min() > 0;
+  };
+}
+
 }  // namespace xlaunch::cli

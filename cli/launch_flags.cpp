@@ -195,6 +195,27 @@ bool pet_switch(const char* name) {
   return *number != 0;
 }
 
+// Spellings only torchrun's command line has, of flags that choose where and how the job
+// runs (accelerate names them otherwise, or has none). Not the logs' flags (--log_dir, -r,
+// -t), which xlaunch's own command lines use as much.
+constexpr std::string_view kTorchrunOnly[] = {
+    "--standalone",  "--nnodes",      "--node_rank",   "--node-rank",     "--master_addr",
+    "--master-addr", "--master_port", "--master-port", "--rdzv_endpoint", "--rdzv-endpoint",
+    "--rdzv_id",     "--rdzv-id",     "--role",        "--start_method",  "--start-method",
+    "--local_addr",  "--local-addr",  "--run_path",    "--run-path"};
+
+bool spells_torchrun_only_flag(const CLI::App& cmd, std::span<const std::string_view> words) {
+  const std::vector<std::string> all(words.begin(), words.end());
+  const std::size_t launcher_words = config::launcher_word_count(all, takes_value_in(cmd));
+  return std::any_of(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(launcher_words),
+                     [](const std::string& word) {
+                       const std::string_view name =
+                           std::string_view(word).substr(0, word.find('='));
+                       return std::find(std::begin(kTorchrunOnly), std::end(kTorchrunOnly), name) !=
+                              std::end(kTorchrunOnly);
+                     });
+}
+
 // Whether `words` may name one of accelerate's flags: a word that looks like a flag and is none
 // of `cmd`'s (launch's, declared already), or --help, which lists them all. Anywhere, even
 // among the program's own words: declaring them needlessly costs only time.
@@ -259,6 +280,7 @@ void add_launch_flags(CLI::App& cmd, LaunchFlags& flags,
                 "One machine, store on a free loopback port (torchrun's flag)");
 
   if (!words || may_name_accelerate_flags(cmd, *words)) add_accelerate_flags(cmd, flags.accelerate);
+  flags.torchrun_spelling = words && spells_torchrun_only_flag(cmd, *words);
 
   // PROGRAM and everything after it belong to the worker, unparsed.
   cmd.prefix_command();
@@ -372,6 +394,14 @@ config::Settings resolve_launch_settings(const LaunchFlags& flags,
     resolved.settings.num_machines = resolved.settings.min_machines =
         resolved.settings.max_machines = 1;
     resolved.settings.main_process_port = 0;
+  }
+  config::Settings& counts = resolved.settings;
+  if (!counts.num_processes && !counts.nproc_per_node && !counts.nproc_per_node_device &&
+      (flags.torchrun_spelling || flags.standalone || config::names_pet_variable(getenv))) {
+    // torchrun's --nproc_per_node defaults to 1, where xlaunch's own default is one per GPU:
+    // torchrun's command line keeps its meaning (a one-process script stays one process).
+    counts.nproc_per_node = 1;
+    if (sources) (*sources)["nproc_per_node"] = "torchrun's default for its command lines";
   }
   config::apply_launch_rules(resolved, config::is_local_host);
   const config::Settings& s = resolved.settings;

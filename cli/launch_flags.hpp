@@ -25,6 +25,9 @@ struct LaunchFlags {
   bool module = false;
   bool no_python = false;
   bool standalone = false;
+  /// The command line spells a flag only torchrun has (--standalone, --nnodes, --master_addr,
+  /// ...): it is torchrun's, and gets torchrun's default of one worker per machine.
+  bool torchrun_spelling = false;
   AccelerateFlags accelerate;  // accelerate launch's own flags (cli/accelerate_flags.hpp)
   bool run_path = false;  // torchrun's --run_path: PROGRAM is a Python script, whatever its name
   bool dry_run = false;   // print the resolved settings and the worker command; start nothing

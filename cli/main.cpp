@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/flag_groups.hpp"
 #include "cli/test_command.hpp"
 #include "config/argparse_words.hpp"
 #include "config/usage_error.hpp"
@@ -33,10 +34,8 @@ std::vector<std::string> argparse_spelling_of(const CLI::App& sub,
                                               const std::vector<std::string>& args) {
   std::vector<std::string> spelt{args.front()};
   const std::vector<std::string> words(args.begin() + 1, args.end());
-  for (std::string& word : xlaunch::config::argparse_spelling(words, [&sub](std::string_view name) {
-         const CLI::Option* option = sub.get_option_no_throw(std::string(name));
-         return option ? std::optional<bool>(option->get_expected_min() > 0) : std::nullopt;
-       })) {
+  for (std::string& word :
+       xlaunch::config::argparse_spelling(words, xlaunch::cli::takes_value_in(sub))) {
     spelt.push_back(std::move(word));
   }
   return spelt;

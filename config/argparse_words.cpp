@@ -2,9 +2,15 @@
 
 namespace xlaunch::config {
 
-std::vector<std::string> argparse_spelling(const std::vector<std::string>& words,
-                                           const TakesValue& takes_value) {
-  std::vector<std::string> out;
+namespace {
+
+// Walks the launcher's words as argparse does; returns how many there are (the program
+// starts there) and, into `spelt` when given, how CLI11 must read them.
+std::size_t walk(const std::vector<std::string>& words, const TakesValue& takes_value,
+                 std::vector<std::string>* spelt) {
+  auto add = [&](std::string word) {
+    if (spelt != nullptr) spelt->push_back(std::move(word));
+  };
   std::size_t i = 0;
   for (; i < words.size(); ++i) {
     const std::string& word = words[i];
@@ -13,15 +19,29 @@ std::vector<std::string> argparse_spelling(const std::vector<std::string>& words
     if (word.starts_with("--") && equals != std::string::npos) {
       const std::string name = word.substr(0, equals);
       const bool empty_value = equals + 1 == word.size() && takes_value(name).value_or(false);
-      out.push_back(empty_value ? name : word);
-      if (empty_value) out.emplace_back();
+      add(empty_value ? name : word);
+      if (empty_value) add("");
       continue;
     }
-    out.push_back(word);
-    if (takes_value(word).value_or(false) && i + 1 < words.size()) out.push_back(words[++i]);
+    add(word);
+    if (takes_value(word).value_or(false) && i + 1 < words.size()) add(words[++i]);
   }
-  out.insert(out.end(), words.begin() + static_cast<std::ptrdiff_t>(i), words.end());
+  return i;
+}
+
+}  // namespace
+
+std::vector<std::string> argparse_spelling(const std::vector<std::string>& words,
+                                           const TakesValue& takes_value) {
+  std::vector<std::string> out;
+  const std::size_t program = walk(words, takes_value, &out);
+  out.insert(out.end(), words.begin() + static_cast<std::ptrdiff_t>(program), words.end());
   return out;
+}
+
+std::size_t launcher_word_count(const std::vector<std::string>& words,
+                                const TakesValue& takes_value) {
+  return walk(words, takes_value, nullptr);
 }
 
 }  // namespace xlaunch::config

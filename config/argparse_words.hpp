@@ -22,4 +22,9 @@ using TakesValue = std::function<std::optional<bool>(std::string_view name)>;
 std::vector<std::string> argparse_spelling(const std::vector<std::string>& words,
                                            const TakesValue& takes_value);
 
+/// How many of `words` are the launcher's: its flags and their values, before the program
+/// (or "--").
+std::size_t launcher_word_count(const std::vector<std::string>& words,
+                                const TakesValue& takes_value);
+
 }  // namespace xlaunch::config

@@ -38,3 +38,12 @@ TEST_CASE("the program and every word after it are the worker's", "[argparse]") 
   CHECK(argparse_spelling({"-", "--role="}, takes_value) == Words{"-", "--role="});
   CHECK(argparse_spelling({}, takes_value).empty());
 }
+
+TEST_CASE("the launcher's words end where the program starts", "[argparse]") {
+  using xlaunch::config::launcher_word_count;
+  CHECK(launcher_word_count({"--role=", "t.py", "--role", "x"}, takes_value) == 1);
+  CHECK(launcher_word_count({"--role", "--standalone", "t.py"}, takes_value) == 2);
+  CHECK(launcher_word_count({"--standalone", "-r", "3", "--", "t.py"}, takes_value) == 3);
+  CHECK(launcher_word_count({"t.py"}, takes_value) == 0);
+  CHECK(launcher_word_count({"--standalone"}, takes_value) == 1);
+}

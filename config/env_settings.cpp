@@ -86,6 +86,13 @@ const std::vector<PetVariable>& pet_variables() {
   return variables;
 }
 
+bool names_pet_variable(const Getenv& getenv) {
+  return std::any_of(pet_variables().begin(), pet_variables().end(), [&](const PetVariable& v) {
+    const auto value = getenv(std::string(v.name));
+    return v.name.starts_with("PET_") && value && !value->empty();
+  });
+}
+
 Settings settings_from_pet_env(const Getenv& getenv, std::vector<std::string>* notices) {
   Settings out;
   std::vector<std::string> problems;

@@ -39,6 +39,9 @@ struct PetVariable {
   bool is_switch = false;  ///< torchrun reads it as an integer: 0 off, anything else on
 };
 const std::vector<PetVariable>& pet_variables();
+/// Whether one of torchrun's PET_* variables is set (not empty): torchrun (or Kubeflow's
+/// PyTorchJob) set up this launch.
+bool names_pet_variable(const Getenv& getenv);
 
 /// Reads every PET_* variable of pet_variables(), as torchrun does (Kubeflow's PyTorchJob
 /// sets PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK). Empty counts as unset. Bad values

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from config_helpers import dry_run, isolated_env
+from fake_nvml_helpers import build_fake_nvml, fake_env, write_script
 
 # What torch 1.13's torch.distributed.run makes of a command line (run under Debian's
 # python3-torch): the values a launcher acts on.
@@ -330,3 +331,24 @@ def test_rdzv_conf_keys_xlaunch_does_not_read_are_ignored_with_a_note(xlaunch_bi
             "keep_alive_interval=5") in r.stderr
     _, r = dry_run(xlaunch_bin, tmp_path, [], {"PET_RDZV_CONF": "bogus=1"})
     assert "environment variable PET_RDZV_CONF: ignored bogus=1" in r.stderr
+
+
+def test_a_torchrun_command_line_keeps_one_worker_per_machine_on_a_gpu_machine(xlaunch_bin,
+                                                                              tmp_path):
+    # torchrun's --nproc_per_node defaults to 1; xlaunch's own default is one per GPU. On two
+    # (fake) GPUs, `--standalone train.py` ran two copies of what torchrun runs once.
+    lib = build_fake_nvml(tmp_path)
+    write_script(tmp_path / "gpus", [0, 0], tmp_path)
+    gpus = fake_env(lib, tmp_path / "gpus")
+
+    def per_machine(args, env=None):
+        got, _ = dry_run(xlaunch_bin, tmp_path, args, {**gpus, **(env or {})})
+        return got["plan.processes_per_machine"]
+
+    assert per_machine([]) == "2"  # xlaunch's and accelerate's: one per GPU
+    assert per_machine(["--standalone"]) == "1"
+    assert per_machine(["--nnodes", "1", "--master-port", "29555"]) == "1"
+    assert per_machine(["--log_dir", str(tmp_path / "logs")]) == "2"  # xlaunch's own too
+    assert per_machine([], {"PET_NNODES": "1"}) == "1"  # as Kubeflow's PyTorchJob sets up
+    assert per_machine(["--standalone", "--nproc_per_node", "gpu"]) == "2"
+    assert per_machine(["--standalone"], {"XLAUNCH_NUM_PROCESSES": "2"}) == "2"
