@@ -25,7 +25,11 @@ bool first_round_ready(int arrived, int min_machines, int max_machines, bool las
 }
 
 void LastCall::count(int arrived, Clock::time_point now) {
-  if (arrived >= min_machines_ && !since_) since_ = now;
+  if (arrived < min_machines_) {
+    since_.reset();  // one left (withdrew, or its lease ran out): MIN are not in any more
+  } else if (!since_) {
+    since_ = now;
+  }
 }
 
 bool LastCall::over(Clock::time_point now) const { return since_ && now - *since_ >= timeout_; }

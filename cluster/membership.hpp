@@ -30,9 +30,10 @@ class LastCall {
   using Clock = std::chrono::steady_clock;
   LastCall(int min_machines, std::chrono::milliseconds timeout)
       : min_machines_(min_machines), timeout_(timeout) {}
-  /// `arrived` launchers are in at `now`.
+  /// `arrived` launchers are in at `now`. Fewer than MIN close the call again: it opens
+  /// anew, with its whole timeout, when MIN are back.
   void count(int arrived, Clock::time_point now);
-  /// MIN launchers were in once.
+  /// MIN launchers are in (since the call opened).
   bool open() const { return since_.has_value(); }
   bool over(Clock::time_point now) const;
   /// What is left of the call at `now` (negative once over); zero before it opens.

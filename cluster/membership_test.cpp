@@ -93,6 +93,18 @@ TEST_CASE("the last call opens when MIN are in, once, and runs its timeout", "[m
   CHECK(call.left(t0 + 36s) == -1s);
 }
 
+TEST_CASE("the last call closes when fewer than MIN are in again", "[membership]") {
+  using Clock = LastCall::Clock;
+  const Clock::time_point t0{};
+  LastCall call(2, 30s);
+  call.count(2, t0);
+  call.count(1, t0 + 10s);  // one withdrew: the --rdzv_timeout wait is back
+  CHECK_FALSE(call.open());
+  CHECK_FALSE(call.over(t0 + 1h));
+  call.count(2, t0 + 50s);  // MIN again: a whole last call
+  CHECK(call.left(t0 + 50s) == 30s);
+}
+
 TEST_CASE("too few to start names who joined", "[membership]") {
   JoinProblem p = too_few_to_start({record(1), record(2)}, 3, 2500ms);
   CHECK(p.exit_code == 1);

@@ -135,11 +135,17 @@ struct StoreBackend::Impl {
   std::variant<Layout, JoinProblem> withdraw(int signal, Steady::time_point deadline,
                                              std::vector<JoinRecord>& arrivals,
                                              std::vector<std::string>& keys);
-  // Machine 0 exits on a problem, and its store with it: the others read why first.
-  void arrivals_ack_wait();
+  // Machine 0 exits on a problem, and its store with it: the others read why first (not
+  // long when it leaves for an interrupt).
+  void arrivals_ack_wait(bool interrupted);
+  // Waits for `acks` up to --heartbeat_timeout (1 s when interrupted), or a stop signal.
+  void wait_for_acks(StoreClient& c, const std::vector<std::string>& acks, bool interrupted);
   Membership elastic_join();
   Membership elastic_host_first_round(StoreClient& c);
   Membership elastic_wait_for_round(StoreClient& c, int from_round);
+  // One look for the round that takes this launcher in, from round `target` on (which it
+  // advances); throws AgentError when it was refused, or the job ended or cannot form.
+  std::optional<Membership> look_for_round(StoreClient& c, int& target);
   // Interrupted before an elastic job took this launcher in: it leaves alone (taken/<slot>).
   Membership elastic_withdraw(int signal);
 
@@ -153,8 +159,13 @@ struct StoreBackend::Impl {
   std::optional<Membership> find_me(StoreClient& c, const Layout& l);
   int known_now();
   std::vector<JoinRecord> records_of(const std::vector<int>& slots);
-  [[noreturn]] void fail_round(StoreClient& c, int r, const JoinProblem& problem);
-  void ack_wait(StoreClient& c);
+  [[noreturn]] void fail_round(StoreClient& c, int r, const JoinProblem& problem,
+                               bool interrupted = false);
+  void ack_wait(StoreClient& c, bool interrupted);
+  // A waiting newcomer in slot k whose taken/<k> reads `state`: whether it still waits
+  // ("" or "in"); one that withdrew ("out") or whose record is not xlaunch's (then refused)
+  // does not. arr_mu held.
+  bool still_waiting(StoreClient& c, int k, const std::string& state);
 
   // --- store_round.cpp ---------------------------------------------------------------------
   Membership elastic_host_next_round(int r, const std::function<void()>& clear_store);

@@ -32,6 +32,10 @@ std::chrono::milliseconds remaining(Steady::time_point deadline) {
 
 // The longest a wait of the join lasts before it looks for a stop signal again.
 constexpr std::chrono::milliseconds kJoinSlice{200};
+// How long a launcher leaving for a stop signal waits for the others to read why (they look
+// every kJoinSlice), and how long an interrupted newcomer that the host claimed waits for the
+// round that takes it in (published right after the claim).
+constexpr std::chrono::milliseconds kInterruptedWait{1000};
 
 }  // namespace
 
@@ -180,19 +184,16 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::decide_job(Steady::time_po
   if (client->compare_set(layout_key, "", ours) != ours) {
     return follow_standing_layout(deadline, arrivals, keys);
   }
-  if (std::holds_alternative<JoinProblem>(decision)) arrivals_ack_wait();
+  if (std::holds_alternative<JoinProblem>(decision)) arrivals_ack_wait(false);
   return decision;
 }
 
-void StoreBackend::Impl::arrivals_ack_wait() {
+void StoreBackend::Impl::arrivals_ack_wait(bool interrupted) {
   std::vector<std::string> acks;
   const auto arrived = std::clamp<std::int64_t>(client->add(key("arrivals"), 0), 0, kMaxArrivals);
   for (int k = 1; k <= arrived; ++k)
     if (k != slot) acks.push_back(key(fmt::format("layout_ack/{}", k)));
-  try {
-    if (!acks.empty()) client->wait(acks, o.heartbeat_timeout);
-  } catch (const StoreTimeout&) {
-  }
+  wait_for_acks(*client, acks, interrupted);
 }
 
 std::variant<Layout, JoinProblem> StoreBackend::Impl::follow_standing_layout(
@@ -201,7 +202,10 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::follow_standing_layout(
   arrivals.clear();  // what this launcher read before is follow_job's to read again
   keys.clear();
   auto decision = follow_job(deadline, arrivals, keys);
-  if (o.machine_rank == 0 && std::holds_alternative<JoinProblem>(decision)) arrivals_ack_wait();
+  // A layout that stood before machine 0's is a withdrawal's: the job ends for an interrupt.
+  if (o.machine_rank == 0 && std::holds_alternative<JoinProblem>(decision)) {
+    arrivals_ack_wait(true);
+  }
   return decision;
 }
 
@@ -219,7 +223,7 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::withdraw(int signal,
     return follow_standing_layout(deadline, arrivals, keys);
   }
   if (o.machine_rank == 0) {
-    arrivals_ack_wait();
+    arrivals_ack_wait(true);
   } else {
     client->set(key(fmt::format("layout_ack/{}", slot)), "1");  // machine 0 waits for it
   }
@@ -234,9 +238,14 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::follow_job(Steady::time_po
   const std::string layout_key = key("layout");
   wait_join_key(*client, layout_key, "", deadline + o.heartbeat_timeout);
   auto decision = decode_layout(client->get(layout_key), layout_key);
-  if (std::holds_alternative<Layout>(decision)) {
+  if (const auto* layout = std::get_if<Layout>(&decision)) {
+    // Machine 0 wrote every arrival it names before the layout: one missing is not its.
+    check_fixed_layout(*layout, o.num_machines, layout_key);
     for (int k = 1; k <= o.num_machines; ++k) {
       keys.push_back(key(fmt::format("arrival/{}", k)));
+      if (!client->check({keys.back()})) {
+        throw MalformedRecord(layout_key, fmt::format("no arrival record {}", keys.back()));
+      }
       arrivals.push_back(decode_join(client->get(keys.back()), keys.back()));
     }
     assign_unclaimed_ranks(arrivals, o.num_machines);  // as machine 0 did
@@ -252,7 +261,7 @@ Membership StoreBackend::Impl::elastic_join() {
                                  : elastic_wait_for_round(*client, 0);
     } catch (const Interrupted& stop) {
       stop_checks = false;
-      if (o.machine_rank == 0) fail_round(*client, 0, join_interrupted(me, stop.signal));
+      if (o.machine_rank == 0) fail_round(*client, 0, join_interrupted(me, stop.signal), true);
       return elastic_withdraw(stop.signal);
     }
   } catch (const StoreError& e) {
@@ -315,37 +324,7 @@ Membership StoreBackend::Impl::elastic_wait_for_round(StoreClient& c, int from_r
   for (;;) {
     check_stop();
     beat(c);  // alive while waiting
-    const std::string refused = key(fmt::format("refused/{}", slot));
-    if (c.check({refused})) {
-      throw AgentError(
-          fmt::format("the job refused this machine: {}", decode_message(c.get(refused), refused)),
-          2);
-    }
-    if (const std::string closed = key("closed"); c.check({closed})) {
-      throw AgentError(fmt::format("the job ended (exit code {}) before this machine was "
-                                   "taken in",
-                                   decode_count(c.get(closed), 0, 255, closed)),
-                       1);
-    }
-    if (const std::string latest = key("latest"); c.check({latest})) {
-      target = std::max(target,
-                        static_cast<int>(decode_count(c.get(latest), 0, o.max_restarts, latest)));
-    }
-    if (const std::string round_layout = rkey(target, "layout"); c.check({round_layout})) {
-      auto decision = decode_layout(c.get(round_layout), round_layout);
-      if (const auto* problem = std::get_if<JoinProblem>(&decision)) {
-        c.set(key(fmt::format("layout_ack/{}", slot)), "1");
-        throw AgentError(*problem);
-      }
-      check_elastic_layout(std::get<Layout>(decision), o.max_machines, round_layout);
-      if (auto m = find_me(c, std::get<Layout>(decision))) {
-        round = target;
-        m->round = target;
-        return *m;
-      }
-      ++target;
-      continue;
-    }
+    if (auto m = look_for_round(c, target)) return *m;
     if (Steady::now() >= deadline) {
       throw AgentError(fmt::format("machine (slot {}) was not taken into the job within "
                                    "--rdzv_timeout {:g}s: it runs with its maximum of "
@@ -360,15 +339,81 @@ Membership StoreBackend::Impl::elastic_wait_for_round(StoreClient& c, int from_r
   }
 }
 
+std::optional<Membership> StoreBackend::Impl::look_for_round(StoreClient& c, int& target) {
+  const std::string refused = key(fmt::format("refused/{}", slot));
+  if (c.check({refused})) {
+    throw AgentError(
+        fmt::format("the job refused this machine: {}", decode_message(c.get(refused), refused)),
+        2);
+  }
+  if (const std::string closed = key("closed"); c.check({closed})) {
+    throw AgentError(fmt::format("the job ended (exit code {}) before this machine was "
+                                 "taken in",
+                                 decode_count(c.get(closed), 0, 255, closed)),
+                     1);
+  }
+  if (const std::string latest = key("latest"); c.check({latest})) {
+    target =
+        std::max(target, static_cast<int>(decode_count(c.get(latest), 0, o.max_restarts, latest)));
+  }
+  for (;; ++target) {  // a round formed without this launcher: the next may take it
+    const std::string round_layout = rkey(target, "layout");
+    if (!c.check({round_layout})) return std::nullopt;
+    auto decision = decode_layout(c.get(round_layout), round_layout);
+    if (const auto* problem = std::get_if<JoinProblem>(&decision)) {
+      c.set(key(fmt::format("layout_ack/{}", slot)), "1");
+      throw AgentError(*problem);
+    }
+    check_elastic_layout(std::get<Layout>(decision), o.max_machines, round_layout);
+    if (auto m = find_me(c, std::get<Layout>(decision))) {
+      round = target;
+      m->round = target;
+      return m;
+    }
+  }
+}
+
 // Not yet taken in, this launcher leaves alone: the job goes on without it. Claimed by the
-// host first (its round is being published), it is in the job, and the signal waits for the
-// supervisor.
+// host first, it waits for the round that takes it in (then it is in the job, and the signal
+// waits for the supervisor), or for the claim to be dropped (the host chose again); a claim
+// that no round follows soon (a value another program wrote) does not keep it.
 Membership StoreBackend::Impl::elastic_withdraw(int signal) {
   const std::string taken = key(fmt::format("taken/{}", slot));
-  if (client->compare_set(taken, "", "out") == "out") {
-    throw AgentError(join_interrupted(me, signal));
+  const auto give_up = Steady::now() + kInterruptedWait;
+  int target = 0;
+  for (;;) {
+    const std::string state = client->compare_set(taken, "", "out");
+    if (state == "out") throw AgentError(join_interrupted(me, signal));
+    if (state != "in") throw MalformedRecord(taken, "neither 'in' nor 'out'");
+    beat(*client);
+    if (auto m = look_for_round(*client, target)) return *m;
+    if (Steady::now() >= give_up) throw AgentError(join_interrupted(me, signal));
+    try {
+      client->wait({rkey(target, "layout")}, kJoinSlice);
+    } catch (const StoreTimeout&) {
+    }
   }
-  return elastic_wait_for_round(*client, 0);
+}
+
+void StoreBackend::Impl::wait_for_acks(StoreClient& c, const std::vector<std::string>& acks,
+                                       bool interrupted) {
+  // Live launchers look every kJoinSlice: after an interrupt, a short wait reaches them all,
+  // and a launcher that died is not waited for long.
+  const auto limit =
+      interrupted ? std::min(o.heartbeat_timeout, kInterruptedWait) : o.heartbeat_timeout;
+  const auto deadline = Steady::now() + limit;
+  while (!acks.empty()) {
+    try {
+      c.wait(acks, std::min(remaining(deadline), kJoinSlice));
+      return;
+    } catch (const StoreTimeout&) {
+    }
+    // A Ctrl-C (not the one this launcher is leaving for) ends the wait too.
+    if (Steady::now() >= deadline ||
+        (!interrupted && stop_checks && o.stop_pending && o.stop_pending())) {
+      return;
+    }
+  }
 }
 
 }  // namespace xlaunch::cluster

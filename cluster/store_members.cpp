@@ -16,7 +16,7 @@ void StoreBackend::Impl::poll_arrivals(StoreClient& c) {
   std::lock_guard lock(arr_mu);
   std::erase_if(waiting, [&](int k) {  // withdrew (elastic_withdraw) before it was taken in
     const std::string taken = key(fmt::format("taken/{}", k));
-    return c.check({taken}) && c.get(taken) == "out";
+    return c.check({taken}) && !still_waiting(c, k, c.get(taken));
   });
   const auto n = std::min<std::int64_t>(c.add(key("arrivals"), 0), kMaxArrivals);
   for (int k = known + 1; k <= n; ++k) {
@@ -61,18 +61,34 @@ Membership StoreBackend::Impl::publish_round(StoreClient& c, int r, const std::v
   return Membership{layout, 0, r};
 }
 
+bool StoreBackend::Impl::still_waiting(StoreClient& c, int k, const std::string& state) {
+  if (state.empty() || state == "in") return true;
+  if (state != "out") {
+    const std::string taken = key(fmt::format("taken/{}", k));
+    c.set(key(fmt::format("refused/{}", k)),
+          malformed_failure(MalformedRecord(taken, "neither 'in' nor 'out'"), o.run_id).cause);
+  }
+  return false;
+}
+
 bool StoreBackend::Impl::claim_members(StoreClient& c, const std::vector<int>& next) {
-  std::vector<int> withdrawn;
+  std::lock_guard lock(arr_mu);
+  std::vector<int> claimed;
+  bool all = true;
   for (int k : next) {
-    if (k != slot && c.compare_set(key(fmt::format("taken/{}", k)), "", "in") != "in") {
-      withdrawn.push_back(k);
+    // Members of earlier rounds were claimed then; only newcomers are claimed now.
+    if (std::find(waiting.begin(), waiting.end(), k) == waiting.end()) continue;
+    const std::string taken = key(fmt::format("taken/{}", k));
+    if (const std::string state = c.compare_set(taken, "", "in"); state == "in") {
+      claimed.push_back(k);
+    } else if (!still_waiting(c, k, state)) {
+      std::erase(waiting, k);
+      all = false;
     }
   }
-  if (withdrawn.empty()) return true;
-  std::lock_guard lock(arr_mu);
-  std::erase_if(waiting, [&](int k) {
-    return std::find(withdrawn.begin(), withdrawn.end(), k) != withdrawn.end();
-  });
+  if (all) return true;
+  // No round now: the ones claimed may still withdraw while the members are chosen again.
+  for (int k : claimed) c.compare_set(key(fmt::format("taken/{}", k)), "in", "");
   return false;
 }
 
@@ -113,22 +129,25 @@ std::vector<JoinRecord> StoreBackend::Impl::records_of(const std::vector<int>& s
 }
 
 // The host: there is no round r, and every launcher reads why before this one exits.
-void StoreBackend::Impl::fail_round(StoreClient& c, int r, const JoinProblem& problem) {
+void StoreBackend::Impl::fail_round(StoreClient& c, int r, const JoinProblem& problem,
+                                    bool interrupted) {
   c.set(rkey(r, "layout"), encode_layout(problem));
   c.set(key("latest"), std::to_string(r));
-  ack_wait(c);
+  ack_wait(c, interrupted);
   throw AgentError(problem);
 }
 
-// Before the host exits on a problem, the waiting launchers get to read why.
-void StoreBackend::Impl::ack_wait(StoreClient& c) {
+// Before the host exits on a problem, the waiting launchers get to read why (not those that
+// withdrew: they are gone).
+void StoreBackend::Impl::ack_wait(StoreClient& c, bool interrupted) {
   std::vector<std::string> acks;
-  {
-    std::lock_guard lock(arr_mu);
-    for (int k : waiting) acks.push_back(key(fmt::format("layout_ack/{}", k)));
-  }
   try {
-    if (!acks.empty()) c.wait(acks, o.heartbeat_timeout);
+    poll_arrivals(c);
+    {
+      std::lock_guard lock(arr_mu);
+      for (int k : waiting) acks.push_back(key(fmt::format("layout_ack/{}", k)));
+    }
+    wait_for_acks(c, acks, interrupted);
   } catch (const rendezvous::StoreError&) {
   }
 }

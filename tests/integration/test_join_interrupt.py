@@ -151,3 +151,34 @@ def test_an_elastic_newcomer_through_etcd_leaves_alone(launchers, etcd, driver):
     assert sorted(sums) == list(range(6)), sums  # three machines of two workers, round 0
     assert {s[0] for s in sums.values()} == {"6"}
     assert {s[6] for s in sums.values()} == {"0"}
+
+
+def test_an_elastic_host_still_times_out_when_a_newcomer_leaves_during_the_last_call(machines):
+    # MIN 2 were in, so the last call (4 s) ran; the newcomer left in it. The host waited on
+    # for ever: the last call, once open, never closed again.
+    args = ["--nnodes", "2:3", "--max_restarts", "1", "--heartbeat_timeout", "3",
+            "--rdzv_conf", "last_call_timeout=4", "--rdzv_timeout", "5"]
+    m0 = machines.start(None, None, [*args, "--machine_rank", "0"])
+    store = machine0_store(machines, m0)
+    leaving = machines.start(None, None, args)
+    wait_for_arrivals(store, 2, [m0, leaving])
+    leaving.send_signal(signal.SIGINT)
+    assert machines.finish(leaving, timeout=30)[0] == 130
+    rc, _, err = machines.finish(m0, timeout=60)
+    assert rc == 1, err
+    assert "only 1 of the minimum 2 machines joined within --rdzv_timeout 5s" in error_line(err)
+
+
+def test_a_taken_record_that_is_not_xlaunchs_refuses_that_newcomer_alone(machines):
+    args = ["--nnodes", "3:4", *ELASTIC]
+    m0 = machines.start(None, None, [*args, "--machine_rank", "0"])
+    store = machine0_store(machines, m0)
+    wait_for_arrivals(store, 1, [m0])
+    store.set("xlaunch/default/taken/2", "garbage")  # the next launcher's slot
+    newcomer = machines.start(None, None, args)
+    rc, _, err = machines.finish(newcomer, timeout=60)
+    assert rc == 2, err
+    assert ("the job refused this machine: malformed record xlaunch/default/taken/2: neither "
+            "'in' nor 'out'") in error_line(err)
+    m0.send_signal(signal.SIGINT)  # the host goes on waiting for MIN: end it
+    assert machines.finish(m0, timeout=30)[0] == 130

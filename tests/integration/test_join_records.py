@@ -85,6 +85,20 @@ def test_a_planted_join_record_is_a_clear_error_naming_its_key(
     assert not list(machines.out.glob("rank_*.json")), "workers started from a malformed layout"
 
 
+def test_a_planted_layout_naming_an_arrival_nobody_wrote_is_a_clear_error(machines, xlaunch_bin):
+    # Machine 1 waited for arrival/1, which nobody writes, for the client's whole timeout
+    # (deaf to Ctrl-C), then blamed machine 0 for not announcing the job.
+    with serve(xlaunch_bin) as (_, port):
+        machines.port = port
+        store = RawStore(port)
+        store.add("xlaunch/recs/arrivals", 1)
+        store.set("xlaunch/recs/layout", "ok\n1,1\nrecs\n")
+        rc, err = machines.finish(machines.start(1, args=["--rdzv_timeout", "30"]), timeout=20)
+    assert rc == 1, err
+    assert ("malformed record xlaunch/recs/layout: no arrival record xlaunch/recs/arrival/1"
+            in err), err
+
+
 def test_a_heartbeat_that_is_not_a_number_does_not_end_the_job(machines):
     # Machine 1 added to its counter hb/1, which failed on a value that is not a number: it
     # left ("machine 0 lost") while machine 0 exited 0.
