@@ -84,11 +84,25 @@ std::string FlagGroupsFormatter::make_subcommands(const CLI::App* app, CLI::AppF
   return out;
 }
 
-config::TakesValue takes_value_in(const CLI::App& cmd) {
-  return [&cmd](std::string_view name) -> std::optional<bool> {
-    const CLI::Option* option = cmd.get_option_no_throw(std::string(name));
-    if (option == nullptr) return std::nullopt;
-    return option->get_expected_min() > 0;
+config::FindFlag flags_of(const CLI::App& cmd) {
+  return [&cmd](std::string_view spelling) -> std::optional<config::KnownFlag> {
+    if (const CLI::Option* exact = cmd.get_option_no_throw(std::string(spelling))) {
+      return config::KnownFlag{std::string(spelling), exact->get_expected_min() > 0};
+    }
+    if (!spelling.starts_with("--") || spelling.size() < 3) return std::nullopt;
+    const std::string_view prefix = spelling.substr(2);
+    const CLI::Option* found = nullptr;
+    std::string name;
+    for (const CLI::Option* option : every_option(cmd)) {
+      for (const std::string& long_name : option->get_lnames()) {
+        if (!long_name.starts_with(prefix)) continue;
+        if (found != nullptr && found != option) return std::nullopt;  // two flags begin so
+        found = option;
+        if (name.empty()) name = "--" + long_name;
+      }
+    }
+    if (found == nullptr) return std::nullopt;
+    return config::KnownFlag{name, found->get_expected_min() > 0};
   };
 }
 

@@ -24,8 +24,9 @@ std::vector<const CLI::Option*> every_option(const CLI::App& cmd);
 /// The flag of `cmd` (its own or a group's) with long name --`name`, or nullptr.
 const CLI::Option* find_flag(const CLI::App& cmd, std::string_view name);
 
-/// Whether `cmd`'s flag spelt NAME ("--role", "-r") takes a value (config/argparse_words.hpp).
-config::TakesValue takes_value_in(const CLI::App& cmd);
+/// `cmd`'s flags for the argparse walk (config/argparse_words.hpp): by spelling, or by the
+/// beginning of one flag's long names.
+config::FindFlag flags_of(const CLI::App& cmd);
 
 /// The error for a flag `given` that `xlaunch <command>` does not have, with the closest
 /// spelling it has as a hint.

@@ -205,8 +205,11 @@ constexpr std::string_view kTorchrunOnly[] = {
     "--local_addr",  "--local-addr",  "--run_path",    "--run-path"};
 
 bool spells_torchrun_only_flag(const CLI::App& cmd, std::span<const std::string_view> words) {
-  const std::vector<std::string> all(words.begin(), words.end());
-  const std::size_t launcher_words = config::launcher_word_count(all, takes_value_in(cmd));
+  const config::FindFlag find = flags_of(cmd);
+  // Spelt out: "--stand" is --standalone.
+  const std::vector<std::string> all =
+      config::argparse_spelling(std::vector<std::string>(words.begin(), words.end()), find);
+  const std::size_t launcher_words = config::launcher_word_count(all, find);
   return std::any_of(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(launcher_words),
                      [](const std::string& word) {
                        const std::string_view name =

@@ -34,8 +34,7 @@ std::vector<std::string> argparse_spelling_of(const CLI::App& sub,
                                               const std::vector<std::string>& args) {
   std::vector<std::string> spelt{args.front()};
   const std::vector<std::string> words(args.begin() + 1, args.end());
-  for (std::string& word :
-       xlaunch::config::argparse_spelling(words, xlaunch::cli::takes_value_in(sub))) {
+  for (std::string& word : xlaunch::config::argparse_spelling(words, xlaunch::cli::flags_of(sub))) {
     spelt.push_back(std::move(word));
   }
   return spelt;

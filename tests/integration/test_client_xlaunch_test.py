@@ -36,9 +36,10 @@ def test_xlaunch_test_refuses_words_it_does_not_take(xlaunch_bin):
     result = xlaunch(xlaunch_bin, "test", "", "--max_restarts", 1)
     assert result.returncode == 2, result.stderr
     assert "unexpected argument '' for 'xlaunch test'" in result.stderr
-    result = xlaunch(xlaunch_bin, "test", "--nproc_per_nod", 2)
+    # (a beginning of a flag's name, as "--nproc_per_nod", is that flag: argparse's abbreviation)
+    result = xlaunch(xlaunch_bin, "test", "--nproc_per_nodes", 2)
     assert result.returncode == 2, result.stderr
-    assert "unknown flag '--nproc_per_nod' for 'xlaunch test'" in result.stderr
+    assert "unknown flag '--nproc_per_nodes' for 'xlaunch test'" in result.stderr
     assert "did you mean --nproc_per_node?" in result.stderr
     result = xlaunch(xlaunch_bin, "test", "train.py")
     assert result.returncode == 2, result.stderr

@@ -85,6 +85,8 @@ CORPUS = [
      {}),
     # An empty value right before the script (--rdzv_id=$UNSET): the script stays the script.
     (["--nproc_per_node", "2", "--log_dir=", "--rdzv_id=", "--role="], {}),
+    # argparse's abbreviations (a unique beginning of a flag's name).
+    (["--nproc", "2", "--max_res=1", "--rdzv_i", "ab", "--master_p", "29555"], {}),
 ]
 
 
