@@ -56,11 +56,17 @@ def wait_for_line(proc, text):
     raise AssertionError(f"no line with {text!r}: {proc.communicate()}")
 
 
-def test_ctrl_c_in_the_join_ends_it_on_every_machine_that_joined(machines):
+def two_of_three_joined(machines):
+    """Machines 0 and 1 of 3, both in the join, waiting for machine 2 (which never comes)."""
     m0 = machines.start(0, 3, LONG_JOIN)
     store = machine0_store(machines, m0)
     m1 = machines.start(1, 3, LONG_JOIN)
     wait_for_arrivals(store, 2, [m0, m1])
+    return m0, m1
+
+
+def test_ctrl_c_in_the_join_ends_it_on_every_machine_that_joined(machines):
+    m0, m1 = two_of_three_joined(machines)
     m1.send_signal(signal.SIGINT)
     rc1, _, err1 = machines.finish(m1, timeout=30)
     rc0, _, err0 = machines.finish(m0, timeout=30)
@@ -73,10 +79,7 @@ def test_ctrl_c_in_the_join_ends_it_on_every_machine_that_joined(machines):
 
 
 def test_ctrl_c_to_machine_0_in_the_join_ends_it_for_the_others(machines):
-    m0 = machines.start(0, 3, LONG_JOIN)
-    store = machine0_store(machines, m0)
-    m1 = machines.start(1, 3, LONG_JOIN)
-    wait_for_arrivals(store, 2, [m0, m1])
+    m0, m1 = two_of_three_joined(machines)
     m0.send_signal(signal.SIGTERM)
     rc0, _, err0 = machines.finish(m0, timeout=30)
     rc1, _, err1 = machines.finish(m1, timeout=30)
