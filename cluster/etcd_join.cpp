@@ -57,7 +57,7 @@ Membership EtcdBackend::join() {
 }
 
 std::optional<int> EtcdBackend::Impl::stop_signal() const {
-  return stop_checks && o.stop_pending ? o.stop_pending() : std::nullopt;
+  return stop_checks ? o.pending_stop() : std::nullopt;
 }
 
 void EtcdBackend::Impl::check_stop() const {

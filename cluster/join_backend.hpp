@@ -69,6 +69,7 @@ struct AgentOptions {
   /// waits: the join then stops, and the others hear why (join_interrupted). A signal that
   /// comes once the job has formed is left for the supervisor.
   std::function<std::optional<int>()> stop_pending;
+  std::optional<int> pending_stop() const { return stop_pending ? stop_pending() : std::nullopt; }
 
   bool elastic() const { return min_machines > 0 && min_machines < max_machines; }
   /// What this launcher registers when it joins.

@@ -29,9 +29,7 @@ StoreClient StoreBackend::Impl::connect(std::chrono::milliseconds timeout,
   options.port = o.store_port;
   options.connect_timeout = timeout;
   options.timeout = timeout;
-  if (interruptible && o.stop_pending) {
-    options.give_up = [this] { return o.stop_pending().has_value(); };
-  }
+  if (interruptible) options.give_up = [this] { return stop_signal().has_value(); };
   return StoreClient::connect(options);
 }
 

@@ -111,6 +111,7 @@ struct StoreBackend::Impl {
     int signal;
   };
   bool stop_checks = true;  // off once the signal is the supervisor's (main thread only)
+  std::optional<int> stop_signal() const { return stop_checks ? o.pending_stop() : std::nullopt; }
   void check_stop() const;
   // Waits until `k` exists (true) or `watch` does (false; "" watches nothing), one short
   // slice at a time so that check_stop runs between them; StoreTimeout at `deadline`.

@@ -53,8 +53,7 @@ Membership StoreBackend::join() {
 }
 
 void StoreBackend::Impl::check_stop() const {
-  if (!stop_checks || !o.stop_pending) return;
-  if (const std::optional<int> signal = o.stop_pending()) throw Interrupted{*signal};
+  if (const std::optional<int> signal = stop_signal()) throw Interrupted{*signal};
 }
 
 bool StoreBackend::Impl::wait_join_key(StoreClient& c, const std::string& k,
@@ -409,8 +408,7 @@ void StoreBackend::Impl::wait_for_acks(StoreClient& c, const std::vector<std::st
     } catch (const StoreTimeout&) {
     }
     // A Ctrl-C (not the one this launcher is leaving for) ends the wait too.
-    if (Steady::now() >= deadline ||
-        (!interrupted && stop_checks && o.stop_pending && o.stop_pending())) {
+    if (Steady::now() >= deadline || (!interrupted && stop_signal())) {
       return;
     }
   }
