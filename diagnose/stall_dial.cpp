@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "diagnose/proc_net.hpp"
+#include "diagnose/safe_text.hpp"
 
 namespace xlaunch::diagnose {
 
@@ -27,6 +30,30 @@ bool split_endpoint(const std::string& ep, std::string& host, std::string& port)
   }
   return true;
 }
+
+// The script's MASTER_PORT as a port, or nullopt: the rank wrote that text, and a value no
+// TCPStore could dial ("auto", "${PORT}", 70000) is no evidence of where it dials.
+std::optional<std::uint16_t> port_value(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value == 0 ||
+      value > 65535) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint16_t>(value);
+}
+
+// A host name or address as the script could have meant one: printable ASCII, no spaces,
+// at most a DNS name's length. Anything else is not shown as where the rank dials.
+bool plausible_host(std::string_view host) {
+  if (host.empty() || host.size() > 255) return false;
+  for (unsigned char c : host) {
+    if (c <= 0x20 || c >= 0x7f) return false;
+  }
+  return true;
+}
 }  // namespace
 
 std::optional<std::string> wrong_target(const DialEvidence& e, const std::string& store_addr,
@@ -41,9 +68,10 @@ std::optional<std::string> wrong_target(const DialEvidence& e, const std::string
   // A refused connect leaves no row in the tables; the script's own setting says where.
   if (e.unlisted_sockets > 0 && (e.script_addr || e.script_port)) {
     const std::string host = e.script_addr.value_or(store_addr);
-    const std::string p = e.script_port.value_or(port);
-    if (p != port || !same_host(host, store_addr))
-      return endpoint(host, static_cast<std::uint16_t>(std::stoul(p)));
+    const std::optional<std::uint16_t> p =
+        e.script_port ? port_value(*e.script_port) : std::optional(store_port);
+    if (!p || !plausible_host(host)) return std::nullopt;
+    if (*p != store_port || !same_host(host, store_addr)) return endpoint(host, *p);
   }
   return std::nullopt;
 }
@@ -56,9 +84,9 @@ std::string wrong_address_message(int rank, const std::string& target,
       "xlaunch:   fix: let xlaunch set MASTER_ADDR and MASTER_PORT: remove the lines that set "
       "them, or set them only when absent (os.environ.setdefault(\"MASTER_PORT\", ...)); or "
       "launch with --main_process_port {} so that the store listens where the script dials\n",
-      rank, target, endpoint(store_addr, store_port),
+      rank, escape_controls(target, false), endpoint(store_addr, store_port),
       script_set_it ? " (the script sets MASTER_ADDR/MASTER_PORT itself)" : "",
-      target.substr(target.rfind(':') + 1));
+      escape_controls(target.substr(target.rfind(':') + 1), false));
 }
 
 }  // namespace xlaunch::diagnose

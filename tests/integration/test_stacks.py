@@ -228,3 +228,34 @@ def test_script_that_sets_its_own_master_port_is_diagnosed(xlaunch_bin, torch_py
     assert f"--main_process_port {wrong}" in text
     assert "xlaunch: stall:" in text
     assert "fix: let xlaunch set MASTER_ADDR and MASTER_PORT" in text
+
+
+# The rank writes what its dial check reads: a MASTER_PORT no store could listen on (an
+# unexpanded template) or a MASTER_ADDR of terminal escapes is no evidence, and must neither
+# end the launcher nor reach the console. The unconnected socket is what a refused connect
+# leaves, so the check looks at the script's setting every second.
+ODD_DIAL = textwrap.dedent("""\
+    import os
+    import socket
+    import time
+
+    os.environ["MASTER_ADDR"] = os.environ["ODD_ADDR"]
+    os.environ["MASTER_PORT"] = os.environ["ODD_PORT"]
+    held = socket.socket()
+    time.sleep(5)  # the check says a target after three samples in a row
+    print("done", flush=True)
+    """)
+
+
+def test_odd_master_port_or_addr_set_by_a_script_is_no_evidence(xlaunch_bin, plain_python,
+                                                                 tmp_path):
+    script = tmp_path / "odd_dial.py"
+    script.write_text(ODD_DIAL)
+    for addr, port in (("127.0.0.1", "not-a-port"), ("127.0.0.1", "70000"),
+                       ("10.0.0.9\x1b]0;owned\x07", "23456")):
+        r = launch(xlaunch_bin, ["--nproc_per_node", "1", str(script)],
+                   env={"ODD_ADDR": addr, "ODD_PORT": port}, python=plain_python)
+        assert r.returncode == 0, (port, r.stdout, r.stderr)
+        assert "[rank0]: done" in r.stdout, (port, r.stdout)
+        assert "keeps dialing" not in r.stderr, (port, r.stderr)
+        assert "\x1b" not in r.stderr, r.stderr
