@@ -66,6 +66,7 @@ struct StallMonitor::Impl {
   std::map<int, RankInfo> ranks;  // by local rank
   std::optional<StallDetector> detector;
   bool active = false;
+  bool tick_failed = false;  // logged once
   bool collecting = false;
   bool dump_again = false;     // a request came while a dump was being collected
   bool ranks_started = false;  // until then a request waits: it would see only some ranks

@@ -86,7 +86,14 @@ void StallMonitor::Impl::arm_tick() {
   tick_timer.expires_after(kTick);
   tick_timer.async_wait([this](const boost::system::error_code& ec) {
     if (ec || !active) return;
-    tick();
+    // A diagnosis must not end the run it watches: a sample that fails is logged, once, and
+    // the next one tried.
+    try {
+      tick();
+    } catch (const std::exception& e) {
+      if (!tick_failed) out.log(fmt::format("stall monitor: a sample failed: {}", e.what()));
+      tick_failed = true;
+    }
     arm_tick();
   });
 }
