@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "config/atomic_write.hpp"
@@ -23,8 +25,14 @@ bool needs_quotes(const std::string& text) {
          text == "~" || text == "Null" || text == "NULL";
 }
 
+// A container's place in the text and its kind: the same for every alias of one anchor.
+using NodeIdentity = std::pair<int, YAML::NodeType::value>;
+
 /// A "\0" escape in a quoted scalar: the value would be cut short where the OS reads it.
-void refuse_nul_scalars(const YAML::Node& node, const std::string& origin) {
+/// Each container is looked at once however many aliases name it: a few hundred bytes of
+/// nested aliases ("billion laughs") would otherwise take hours to walk.
+void refuse_nul_scalars(const YAML::Node& node, const std::string& origin,
+                        std::set<NodeIdentity>& seen) {
   if (node.IsScalar()) {
     if (node.Scalar().find('\0') == std::string::npos) return;
     const YAML::Mark at = node.Mark();
@@ -33,14 +41,17 @@ void refuse_nul_scalars(const YAML::Node& node, const std::string& origin) {
                                  origin, origin, at.line + 1, at.column + 1),
                      "no path, name or number holds one: remove the \\0");
   }
-  if (node.IsSequence() || node.IsMap()) {
-    for (const auto& item : node) {
-      if (node.IsMap()) {
-        refuse_nul_scalars(item.first, origin);
-        refuse_nul_scalars(item.second, origin);
-      } else {
-        refuse_nul_scalars(item, origin);
-      }
+  if (!node.IsSequence() && !node.IsMap()) return;
+  if (const YAML::Mark at = node.Mark();
+      !at.is_null() && !seen.emplace(at.pos, node.Type()).second) {
+    return;
+  }
+  for (const auto& item : node) {
+    if (node.IsMap()) {
+      refuse_nul_scalars(item.first, origin, seen);
+      refuse_nul_scalars(item.second, origin, seen);
+    } else {
+      refuse_nul_scalars(item, origin, seen);
     }
   }
 }
@@ -73,7 +84,8 @@ YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
           "remove the '---' line and what follows it, or merge the documents");
     }
     YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
-    refuse_nul_scalars(root, origin);
+    std::set<NodeIdentity> seen;
+    refuse_nul_scalars(root, origin, seen);
     return root;
   } catch (const YAML::ParserException& e) {
     const std::string at =

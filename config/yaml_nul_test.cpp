@@ -44,3 +44,31 @@ TEST_CASE("a second YAML document is refused, not dropped", "[yaml]") {
   CHECK(parse_yaml("---\nnum_processes: 2\n", "c.yaml")["num_processes"].as<int>() == 2);
   CHECK(parse_yaml("", "c.yaml").IsNull());
 }
+
+namespace {
+
+// Nested aliases, each level naming the one below ten times: 10^depth values when expanded.
+std::string alias_levels(int depth, const std::string& bottom) {
+  std::string text = "tp_config:\n  - &a0 [" + bottom + ", x]\n";
+  for (int level = 1; level < depth; ++level) {
+    text += "  - &a" + std::to_string(level) + " [";
+    for (int i = 0; i < 10; ++i) text += (i ? ", *a" : "*a") + std::to_string(level - 1);
+    text += "]\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("nested YAML aliases are read once each, not expanded", "[yaml]") {
+  // 10^15 values expanded: walked as expansions, this never ends (it took hours at 10^12).
+  CHECK(parse_yaml(alias_levels(15, "x"), "c.yaml")["tp_config"].size() == 15);
+  // What an alias names is still looked at.
+  try {
+    parse_yaml(alias_levels(15, "\"a\\0b\""), "c.yaml");
+    FAIL("no error");
+  } catch (const xlaunch::UsageError& e) {
+    CHECK(std::string(e.what()) ==
+          "cannot read config file c.yaml:\nc.yaml:2:10: a value holding a NUL character (\\0)");
+  }
+}
