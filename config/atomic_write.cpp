@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -26,6 +28,29 @@ struct Temporary {
   }
 };
 
+// The process's umask, read without changing it (umask(2) sets as it reads, which races
+// with other threads creating files); 022 where /proc does not say.
+mode_t current_umask() {
+  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 022;
+  char text[4096];
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0) return 022;
+  text[n] = '\0';
+  const char* line = std::strstr(text, "\nUmask:");
+  if (!line) return 022;
+  return static_cast<mode_t>(std::strtoul(line + 7, nullptr, 8) & 0777);
+}
+
+const char* kind_of(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a plain file";
+}
+
 }  // namespace
 
 void atomic_write(const std::string& path, std::string_view content) {
@@ -36,11 +61,19 @@ void atomic_write(const std::string& path, std::string_view content) {
   fs::create_directories(dir, ec);
   if (ec) fail(ec.value(), "cannot create directory " + dir.string());
 
-  mode_t mode = 0644;
+  // A link is replaced by the new file, as rename does, and its target left alone: the new
+  // file's mode is a new file's. A replaced file keeps its permissions, not a setuid bit.
+  mode_t mode = 0644 & ~current_umask();
   struct stat existing {};
-  if (::stat(path.c_str(), &existing) == 0) {
+  if (::lstat(path.c_str(), &existing) == 0) {
     if (S_ISDIR(existing.st_mode)) fail(EISDIR, "cannot write " + path);
-    mode = existing.st_mode & 07777;
+    if (S_ISREG(existing.st_mode)) {
+      mode = existing.st_mode & 0777;
+    } else if (!S_ISLNK(existing.st_mode)) {
+      // Renamed over, a FIFO or a device node (/dev/null, as root) would be replaced.
+      fail(EINVAL,
+           "cannot write " + path + ": it is " + kind_of(existing.st_mode) + ", not a plain file");
+    }
   }
 
   // Same directory, so the rename cannot cross file systems and stays atomic.

@@ -1,6 +1,7 @@
 #include "config/atomic_write.hpp"
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -81,4 +82,43 @@ TEST_CASE("writing over a directory fails cleanly", "[atomic_write]") {
   fs::create_directory(dir.path / "d");
   CHECK_THROWS_AS(atomic_write((dir.path / "d").string(), "x"), std::system_error);
   CHECK(dir.entries() == 1);
+}
+
+TEST_CASE("a new file's mode follows the umask; a replaced one keeps no setuid bit",
+          "[atomic_write]") {
+  TempDir dir;
+  const fs::path file = dir.path / "c.yaml";
+  const mode_t saved = ::umask(077);
+  atomic_write(file.string(), "one\n");
+  ::umask(saved);
+  CHECK(fs::status(file).permissions() == fs::perms(0600));
+  fs::permissions(file, fs::perms(06755));
+  atomic_write(file.string(), "two\n");
+  CHECK(fs::status(file).permissions() == fs::perms(0755));
+}
+
+TEST_CASE("a link is replaced and its target left alone; a FIFO is refused", "[atomic_write]") {
+  TempDir dir;
+  const fs::path target = dir.path / "target";
+  atomic_write(target.string(), "theirs\n");
+  fs::permissions(target, fs::perms(04700));
+  const fs::path link = dir.path / "report.html";
+  fs::create_symlink(target, link);
+  const mode_t saved = ::umask(022);
+  atomic_write(link.string(), "ours\n");
+  ::umask(saved);
+  CHECK_FALSE(fs::is_symlink(link));
+  CHECK(fs::status(link).permissions() == fs::perms(0644));  // not the target's 04700
+  CHECK(slurp(target) == "theirs\n");
+
+  const fs::path fifo = dir.path / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  try {
+    atomic_write(fifo.string(), "x\n");
+    FAIL("no error");
+  } catch (const std::system_error& e) {
+    CHECK(std::string(e.what()).find("it is a FIFO, not a plain file") != std::string::npos);
+  }
+  CHECK(fs::is_fifo(fifo));
+  CHECK(dir.entries() == 3);  // no temporary left
 }

@@ -24,6 +24,23 @@ void reject_directory(const std::string& path, std::string_view source) {
   }
 }
 
+// A config file found by its default path or XLAUNCH_CONFIG_FILE is read as a plain file: a
+// FIFO left there would wait for a writer that never comes, silently, at every launch. Only
+// --config_file takes a stream (a pipe from <(...)).
+void reject_not_plain(const std::string& path, std::string_view source) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || std::filesystem::is_regular_file(status)) return;
+  throw UsageError(
+      fmt::format("config file {} is not a plain file ({}: {})", path, source,
+                  std::filesystem::is_fifo(status)             ? "a FIFO"
+                  : std::filesystem::is_character_file(status) ? "a character device"
+                  : std::filesystem::is_block_file(status)     ? "a block device"
+                  : std::filesystem::is_socket(status)         ? "a socket"
+                                                               : "not a file"),
+      "remove it and write one with 'xlaunch config', or give a file with --config_file");
+}
+
 }  // namespace
 
 std::string_view to_string(Origin origin) {
@@ -58,8 +75,10 @@ Resolved resolve(const Settings& flags, const std::optional<std::string>& config
     std::error_code ec;
     if (std::filesystem::exists(*path, ec)) {
       const auto named = getenv("XLAUNCH_CONFIG_FILE");
-      reject_directory(
-          *path, named && !named->empty() ? "XLAUNCH_CONFIG_FILE" : "the default config file");
+      const std::string_view source =
+          named && !named->empty() ? "XLAUNCH_CONFIG_FILE" : "the default config file";
+      reject_directory(*path, source);
+      reject_not_plain(*path, source);
       out.config_file = *path;
     } else if (auto named = getenv("XLAUNCH_CONFIG_FILE"); named && !named->empty()) {
       out.notices.push_back(fmt::format(

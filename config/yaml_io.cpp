@@ -173,6 +173,13 @@ std::string config_write_target(const std::string& path) {
           fmt::format("cannot write config file {}: it is a directory", path),
           "give a file name, e.g. " + (fs::path(path) / "default_config.yaml").string());
     }
+    // Renamed over, a FIFO or a device (sudo ... --config_file /dev/null) would be replaced.
+    if (fs::exists(status) && !fs::is_regular_file(status)) {
+      throw UsageError(
+          fmt::format("cannot write config file {}: {} is not a plain file", path, target.string()),
+          "give the path of a YAML file, e.g. --config_file "
+          "~/.config/xlaunch/default_config.yaml");
+    }
     return target.string();
   }
   throw UsageError(fmt::format("cannot write config file {}: too many levels of links", path),

@@ -106,3 +106,23 @@ def test_a_config_file_that_never_ends_is_refused_and_a_pipe_is_read(xlaunch_bin
     writer.wait(timeout=30)
     assert r.returncode == 0, r.stderr
     assert "plan.world_size: 3" in r.stdout
+
+
+def test_a_default_config_that_is_a_fifo_is_refused_not_waited_on(xlaunch_bin, tmp_path):
+    # A FIFO left where the default config lives would wait for a writer at every launch.
+    folder = tmp_path / ".config/xlaunch"
+    folder.mkdir(parents=True)
+    fifo = folder / "default_config.yaml"
+    os.mkfifo(fifo)
+    for args in (("config", "show"), ("launch", "--nproc_per_node", "1", "--no_python", "true")):
+        r = run(xlaunch_bin, tmp_path, *args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert (f"config file {fifo} is not a plain file (the default config file: a FIFO)"
+                in r.stderr), r.stderr
+    # Written over, it would be replaced: the wizard and `config default` refuse it first.
+    for args in (("config", "default", "--force"), ("config",)):
+        r = subprocess.run([xlaunch_bin, *args], input="\n" * 20, capture_output=True,
+                           text=True, env=isolated_env(tmp_path), timeout=30)
+        assert r.returncode == 2, (args, r.stderr)
+        assert f"{fifo} is not a plain file" in r.stderr, r.stderr
+        assert fifo.is_fifo()
