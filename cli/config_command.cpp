@@ -113,10 +113,16 @@ int run_wizard(const ConfigOptions& o) {
     start = config::load_config_text(std::string(preset->text), "template " + *o.template_name)
                 .settings;
   } else if (std::filesystem::exists(path)) {
+    // Its answers would replace the file: one it cannot read is not replaced by defaults,
+    // which would lose every setting the wizard does not ask about.
     try {
       start = config::load_config_file(path).settings;
-    } catch (const UsageError&) {
-      fmt::print(stderr, "xlaunch: notice: {} has problems; starting from fresh defaults\n", path);
+    } catch (const UsageError& e) {
+      throw UsageError(e.what(),
+                       fmt::format("the wizard starts from {} and writes it again: fix what is "
+                                   "named above, or move the file away to start afresh (or "
+                                   "write another with --config_file)",
+                                   path));
     }
   }
   const Machine machine = this_machine();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 
 #include "config/schema.hpp"
 #include "config/text.hpp"
@@ -366,6 +367,24 @@ std::string format_accelerate_args(const AccelerateArgs& args) {
     if (shown_arg(name)) out += fmt::format("{:<{}}  {}\n", name, width, value);
   }
   return out.empty() ? out : "\naccelerate launch arguments (docs/config.md):\n" + out;
+}
+
+std::vector<AccelerateFileKey> accelerate_file_keys(const AccelerateArgs& args) {
+  std::vector<AccelerateFileKey> top;
+  std::map<std::string, std::vector<AccelerateFileKey>> sections;
+  for (const auto& [name, value] : args) {
+    const AccelerateArg* arg = find_accelerate_arg(name);
+    if (arg && !arg->section.empty()) {
+      const bool text = arg->kind == ArgKind::Text || arg->kind == ArgKind::Choice;
+      sections[std::string(arg->section)].push_back({std::string(arg->section), name, value, text});
+    } else if (arg && (name == "enable_cpu_affinity" || name == "num_cpu_threads_per_process")) {
+      top.push_back({"", name, value, false});
+    } else if (!arg && name.starts_with("fp8_")) {  // exported whatever its name
+      sections[std::string(kFp8)].push_back({std::string(kFp8), name, value, false});
+    }
+  }
+  for (auto& [section, keys] : sections) top.insert(top.end(), keys.begin(), keys.end());
+  return top;
 }
 
 std::optional<std::string> paradigm_switch(std::string_view distributed_type) {

@@ -68,6 +68,21 @@ void read_accelerate_key(const std::string& key, const YAML::Node& value, const 
 /// argument in `args`, in name order; "" when there is none.
 std::string format_accelerate_args(const AccelerateArgs& args);
 
+/// One key of a config file that holds an accelerate argument: the section it lies in
+/// ("fsdp_config"; "" for the top level), its name there and its canonical value.
+struct AccelerateFileKey {
+  std::string section;
+  std::string name;
+  std::string value;
+  bool text = false;  ///< a path, a name or a choice: quoted where YAML would read another type
+};
+
+/// The keys a config file needs to give `args` again, sections' keys together: what a config
+/// written from settings read from an accelerate file keeps. The paradigm switches are left
+/// out (distributed_type names the paradigm), and so are bookkeeping entries and arguments
+/// only a flag gives.
+std::vector<AccelerateFileKey> accelerate_file_keys(const AccelerateArgs& args);
+
 /// accelerate's distributed_type values that are a training paradigm on top of MULTI_GPU:
 /// "fsdp" -> "use_fsdp", "deepspeed" -> "use_deepspeed", "megatron_lm" -> "use_megatron_lm"
 /// (case-insensitive); nullopt for others.

@@ -6,6 +6,7 @@
 #include <array>
 #include <vector>
 
+#include "config/accelerate_keys.hpp"
 #include "config/prompts.hpp"
 #include "config/schema.hpp"
 
@@ -219,6 +220,16 @@ Settings run_wizard(Terminal& term, const MachineFacts& machine, const Settings&
   const bool several = ask_several_machines(term, start);
   const DistributedType type = ask_distributed_type(term, start, gpus, several);
   s.distributed_type = type;
+  // FSDP, DeepSpeed and Megatron-LM run one process per GPU: kept, with their sections, for
+  // DDP, the type they are read as; any other answer drops them (their sections stay, unused).
+  if (const auto paradigm = selected_paradigm(start.accelerate)) {
+    if (type == DistributedType::MultiGpu) {
+      term.write(
+          fmt::format("Keeping distributed_type {} and its settings from the file.\n", *paradigm));
+    } else {
+      select_paradigm(s.accelerate, std::nullopt);
+    }
+  }
   s.compute_environment = "LOCAL_MACHINE";
 
   int machines = 1;

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/accelerate_keys.hpp"
 #include "config/atomic_write.hpp"
 #include "config/regular_file.hpp"
 #include "config/schema.hpp"
@@ -145,6 +146,22 @@ std::string to_yaml(const Settings& settings) {
       out << *value;
     }
   }
+  // accelerate's own keys, as its files hold them: a config written from one keeps them.
+  std::string section;
+  for (const AccelerateFileKey& key : accelerate_file_keys(settings.accelerate)) {
+    if (key.section != section) {
+      if (!section.empty()) out << YAML::EndMap;
+      section = key.section;
+      if (!section.empty()) out << YAML::Key << section << YAML::Value << YAML::BeginMap;
+    }
+    out << YAML::Key << key.name << YAML::Value;
+    if (key.text && needs_quotes(key.value)) {
+      out << YAML::SingleQuoted << key.value;
+    } else {
+      out << key.value;
+    }
+  }
+  if (!section.empty()) out << YAML::EndMap;
   out << YAML::EndMap;
   return fmt::format("# xlaunch config (docs/config.md); accelerate's keys keep their names\n{}\n",
                      out.c_str());

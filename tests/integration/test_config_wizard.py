@@ -212,3 +212,62 @@ def test_more_than_1024_processes_per_machine_is_asked_again(xlaunch_bin, tmp_pa
     assert r.returncode == 2, r.stderr
     assert "xlaunch runs at most 1024 per machine" in r.stderr
     assert not (tmp_path / "d.yaml").exists()
+
+
+ACCELERATE_DEEPSPEED = """\
+compute_environment: LOCAL_MACHINE
+distributed_type: DEEPSPEED
+deepspeed_config:
+  deepspeed_config_file: /path/ds_z3.json
+  zero3_init_flag: true
+dynamo_config:
+  dynamo_backend: INDUCTOR
+enable_cpu_affinity: true
+fsdp_config: {}
+mixed_precision: bf16
+num_machines: 1
+num_processes: 2
+use_cpu: false
+"""
+
+
+def test_the_wizard_keeps_what_it_does_not_ask_of_an_accelerate_file(xlaunch_bin, tmp_path):
+    target = tmp_path / "ds.yaml"
+    env = isolated_env(tmp_path, CUDA_VISIBLE_DEVICES="0,1")
+    settings = [f"{key}: {value}" for key, value in (
+        ("deepspeed_config_file", "/path/ds_z3.json"), ("zero3_init_flag", "true"),
+        ("dynamo_backend", "INDUCTOR"), ("enable_cpu_affinity", "true"))]
+    # Every default taken: the paradigm, its section and the others stay.
+    target.write_text(ACCELERATE_DEEPSPEED)
+    r = _piped(xlaunch_bin, tmp_path, "\n" * 10, "--config_file", str(target), env=env)
+    assert r.returncode == 0, r.stderr
+    assert "Keeping distributed_type DEEPSPEED and its settings from the file." in r.stdout
+    text = target.read_text()
+    assert "distributed_type: DEEPSPEED" in text, text
+    shown = subprocess.run([xlaunch_bin, "config", "show", "--config_file", str(target)],
+                           capture_output=True, text=True, env=env, timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    for line in settings + ["use_deepspeed: true"]:
+        key, value = line.split(": ")
+        assert re.search(rf"^{key} +{value}$", shown.stdout, re.M), (line, shown.stdout)
+    # Another type chosen: that type is written, and the paradigm no longer applies.
+    for answer, written in (("NO", "distributed_type: 'NO'"),
+                            ("MULTI_CPU", "distributed_type: MULTI_CPU")):
+        target.write_text(ACCELERATE_DEEPSPEED)
+        r = _piped(xlaunch_bin, tmp_path, f"\n{answer}\n" + "\n" * 8, "--config_file",
+                   str(target), env=env)
+        assert r.returncode == 0, (answer, r.stderr)
+        text = target.read_text()
+        assert written in text and "DEEPSPEED" not in text, text
+
+
+def test_the_wizard_refuses_a_file_it_cannot_read_rather_than_replace_it(xlaunch_bin,
+                                                                          tmp_path):
+    target = tmp_path / "broken.yaml"
+    broken = "distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 3\nmixed_precision: bf16\n"
+    target.write_text(broken)
+    r = _piped(xlaunch_bin, tmp_path, "\n" * 10, "--config_file", str(target))
+    assert r.returncode == 2, r.stderr
+    assert f"{target}:3:17: key 'fsdp_config.fsdp_version': bad value '3'" in r.stderr, r.stderr
+    assert "move the file away to start afresh" in r.stderr
+    assert target.read_text() == broken
