@@ -85,6 +85,7 @@ RunSample sample_run(const std::vector<long>& roots, const RunScope& scope) {
     auto root_stat = stats.find(root);
     if (root_stat == stats.end() || root_stat->second.state == 'Z') continue;
     sample.alive = true;
+    sample.stopped = root_stat->second.state == 'T' || root_stat->second.state == 't';
     walk(root, sample, true);
   }
   // The rest of the run: orphans the launcher (a subreaper) or, in a PID namespace, the

@@ -14,6 +14,7 @@ namespace xlaunch::diagnose {
 
 struct TreeSample {
   bool alive = false;                     // the root exists and is not a zombie
+  bool stopped = false;                   // the root is stopped: SIGSTOP, Ctrl-Z, a debugger
   double cpu_seconds = 0;                 // utime + stime of every live process of the tree
   std::uint64_t io_bytes = 0;             // rchar + wchar of every live process of the tree
   std::vector<long> pids;                 // root first

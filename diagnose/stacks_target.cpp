@@ -24,6 +24,14 @@ bool catches_signal(std::string_view proc_status, int signal) {
   return (mask >> (signal - 1)) & 1U;
 }
 
+bool stopped_state(std::string_view proc_status) {
+  constexpr std::string_view kKey = "\nState:";
+  const auto at = proc_status.find(kKey);
+  if (at == std::string_view::npos) return false;
+  const std::string_view state = config::trim(proc_status.substr(at + kKey.size(), 4));
+  return state.starts_with('T') || state.starts_with('t');
+}
+
 std::optional<int> parse_descriptor_note(std::string_view text) {
   int fd = -1;
   if (!config::parse_int(text, fd) || fd < 0) return std::nullopt;
@@ -102,6 +110,9 @@ std::string missing_text(DumpTarget why) {
       return "stacks not taken: xlaunch may not look inside it (no ptrace access: a process "
              "that made itself non-dumpable, or Yama's ptrace_scope), and the dump signal could "
              "cut one of its system calls short";
+    case DumpTarget::stopped:
+      return "stacks not taken: it is stopped (SIGSTOP, Ctrl-Z or a debugger; SIGCONT resumes "
+             "it): a dump signal would wait until it runs again";
     case DumpTarget::would_cut_short:
       return "stacks not taken: each of its threads runs, or waits in a system call that "
              "the dump signal could cut short (poll, a socket read or write, a sleep, ...), "

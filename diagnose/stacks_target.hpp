@@ -15,6 +15,10 @@ namespace xlaunch::diagnose {
 /// False when the line is missing or malformed.
 bool catches_signal(std::string_view proc_status, int signal);
 
+/// Whether /proc/PID/status text says the process is stopped: SIGSTOP, Ctrl-Z or a debugger
+/// (State T or t). A signal to it waits until it continues.
+bool stopped_state(std::string_view proc_status);
+
 /// The descriptor number a worker's .fd note names ("960\n"); nullopt when malformed.
 std::optional<int> parse_descriptor_note(std::string_view text);
 
@@ -58,6 +62,7 @@ enum class DumpTarget {
   ended,            // the process is gone
   would_cut_short,  // every thread waits in a call the signal would cut short: not sent
   threads_unseen,   // the threads' calls cannot be read (no ptrace access): not sent
+  stopped,          // stopped (SIGSTOP, Ctrl-Z, a debugger): the dump would wait; not sent
 };
 
 /// The report's text for a rank that was not asked ("stacks not available: ...").

@@ -46,6 +46,7 @@ DumpTarget check_dump_target(const std::string& stacks_dir, const RankProcess& r
   const auto status = slurp(proc + "/status");
   if (!status) return DumpTarget::ended;
   if (!catches_signal(*status, stacks_signal())) return DumpTarget::no_handler;
+  if (stopped_state(*status)) return DumpTarget::stopped;
   // stat() follows the /proc link to the open file itself, even when it was renamed.
   struct stat ours {};
   struct stat theirs {};

@@ -88,3 +88,13 @@ TEST_CASE("only the waits the kernel resumes unseen are safe to interrupt", "[st
   CHECK_FALSE(cut_short_by_a_signal(*blocked_in_syscall(
       fmt::format("{} 0x1 0x1 0x7fffce0321a0 0x0 0x0\n", SYS_clock_nanosleep))));
 }
+
+TEST_CASE("State T or t in /proc/PID/status is a stopped process", "[stacks]") {
+  CHECK(stopped_state("Name:\tpython3\nUmask:\t0022\nState:\tT (stopped)\nTgid:\t7\n"));
+  CHECK(stopped_state("Name:\tpython3\nState:\tt (tracing stop)\n"));
+  CHECK_FALSE(stopped_state("Name:\tpython3\nState:\tS (sleeping)\n"));
+  CHECK_FALSE(stopped_state("Name:\tT\nState:\tR (running)\n"));  // the name is no state
+  CHECK_FALSE(stopped_state("Name:\tpython3\n"));
+  CHECK_THAT(missing_text(DumpTarget::stopped),
+             Catch::Contains("stacks not taken: it is stopped (SIGSTOP, Ctrl-Z or a debugger"));
+}

@@ -35,6 +35,7 @@ struct StallMonitor::Impl {
     long own_pid = 0;  // as the worker sees itself: names its files (stacks_target.hpp)
     bool started = false;
     bool alive = false;
+    bool stopped = false;  // as of the latest sample
     std::string ended;
     std::optional<Clock::time_point> ended_at;
     std::optional<std::string> last_line;

@@ -103,6 +103,7 @@ RankStallState StallMonitor::Impl::state_of(const RankInfo& r) const {
   s.rank = r.rank;
   s.pid = r.pid;
   s.alive = r.alive;
+  s.stopped = r.alive && r.stopped;
   s.ended = r.ended;
   s.ended_at = r.ended_at;
   s.last_line = r.last_line;

@@ -57,7 +57,12 @@ std::string format_stall_report(const StallReport& r) {
       "for {:.0f}s (--stall_timeout)\n",
       r.window_seconds);
   for (const RankStallState& s : r.ranks) {
-    std::string state = s.alive ? fmt::format("alive (pid {})", s.pid) : ended_text(s);
+    std::string state = !s.alive    ? ended_text(s)
+                        : s.stopped ? fmt::format(
+                                          "stopped (pid {}; SIGSTOP, Ctrl-Z or a "
+                                          "debugger: SIGCONT resumes it)",
+                                          s.pid)
+                                    : fmt::format("alive (pid {})", s.pid);
     out += fmt::format("xlaunch:   rank {}: {}, CPU {:.1f}s over the window ({:.0f}%)\n", s.rank,
                        state, s.cpu_seconds,
                        r.window_seconds > 0 ? 100.0 * s.cpu_seconds / r.window_seconds : 0.0);
@@ -91,10 +96,11 @@ std::string stall_json(const StallReport& r) {
   std::string ranks;
   for (const RankStallState& s : r.ranks) {
     ranks += fmt::format(
-        "{}{{\"rank\": {}, \"pid\": {}, \"alive\": {}, \"ended\": {}, \"cpu_seconds\": {:.3f}, "
+        "{}{{\"rank\": {}, \"pid\": {}, \"alive\": {}, \"stopped\": {}, \"ended\": {}, "
+        "\"cpu_seconds\": {:.3f}, "
         "\"last_line\": {}, \"last_output\": {}, \"waiting_keys\": {}, \"dialing\": {}}}",
         ranks.empty() ? "" : ", ", s.rank, s.pid, s.alive ? "true" : "false",
-        s.alive ? "null" : json_quote(ended_text(s)), s.cpu_seconds,
+        s.stopped ? "true" : "false", s.alive ? "null" : json_quote(ended_text(s)), s.cpu_seconds,
         s.last_line ? json_quote(*s.last_line) : "null",
         s.last_output ? json_quote(iso_time(*s.last_output)) : "null", json_list(s.waiting_keys),
         json_list(s.dialing));

@@ -17,7 +17,8 @@ struct RankStallState {
   int rank = 0;
   long pid = 0;
   bool alive = false;
-  std::string ended;  // when not alive: "exited with code 0"
+  bool stopped = false;  // alive, and stopped: SIGSTOP, Ctrl-Z or a debugger
+  std::string ended;     // when not alive: "exited with code 0"
   std::optional<Clock::time_point> ended_at;
   double cpu_seconds = 0;                // CPU time of its process tree over the window
   std::optional<std::string> last_line;  // its last line of output, stdout or stderr

@@ -59,6 +59,7 @@ void StallMonitor::Impl::tick() {
     r.connecting.clear();
     if (r.alive) {
       const TreeSample& tree = run.ranks[next++];
+      r.stopped = tree.alive && tree.stopped;
       if (tree.alive) {
         r.cpu_seconds = tree.cpu_seconds;
         r.io_bytes = tree.io_bytes;

@@ -95,6 +95,10 @@ void Supervisor::Impl::stop_workers(int signal) {
     if (worker.running) worker.outcome.stopped_by_launcher = true;
     // An exited worker's group may still hold a descendant that keeps its pipes open.
     signal_worker_group(worker, signal);
+    // A stopped process (Ctrl-Z, SIGSTOP) acts on the signal only once it runs again, as
+    // the shell's kill knows: without this it would wait out --term_timeout for SIGKILL.
+    // Harmless to a process that runs.
+    if (signal != SIGKILL) signal_worker_group(worker, SIGCONT);
   }
   files.log(fmt::format("sent {} to every running worker's process group", signal_name(signal)));
   if (!first) return;

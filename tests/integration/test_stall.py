@@ -142,3 +142,61 @@ def test_bad_stall_flags_are_usage_errors(xlaunch_bin, plain_python, tmp_path):
     r = launch(xlaunch_bin, ["--stall_timeout", "-1", str(script)], python=plain_python)
     assert r.returncode == 2
     assert "--stall_timeout" in r.stderr, r.stderr
+
+
+STOPPED = textwrap.dedent("""\
+    import os
+    import pathlib
+    import signal
+    import sys
+    import time
+
+    out = pathlib.Path(os.environ["OUT"])
+
+
+    def on_term(*_):
+        (out / ("term_" + os.environ["RANK"])).write_text("yes")
+        sys.exit(0)
+
+
+    signal.signal(signal.SIGTERM, on_term)
+    (out / ("ready_" + os.environ["RANK"])).write_text("yes")
+    if os.environ["RANK"] == "1":
+        os.kill(os.getpid(), signal.SIGSTOP)  # as Ctrl-Z or a debugger would
+    time.sleep(600)
+    """)
+
+
+def test_a_stopped_rank_is_reported_stopped_and_resumed_to_take_the_stop(xlaunch_bin,
+                                                                          plain_python,
+                                                                          tmp_path):
+    import signal
+    import time
+
+    from launch_helpers import start
+
+    script = tmp_path / "stopped.py"
+    script.write_text(STOPPED)
+    # A long --term_timeout: rank 1 must take the SIGTERM itself, not the SIGKILL after it.
+    proc = start(xlaunch_bin, ["--nproc_per_node", "2", "--stall_timeout", "3",
+                               "--term_timeout", "120", str(script)],
+                 env={"OUT": str(tmp_path)}, python=plain_python)
+    lines = []
+    try:
+        # Until the report's stacks part names what rank 1 is (the job then goes on).
+        for line in proc.stderr:
+            lines.append(line)
+            if "stacks not taken" in line or "stacks not available" in line:
+                break
+    finally:
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        out, rest = proc.communicate(timeout=100)
+        code = proc.returncode
+    text = "".join(lines) + rest
+    assert "rank 1: stopped (pid" in text and "SIGCONT resumes it" in text, text
+    assert "rank 0: alive (pid" in text, text
+    assert "stacks not taken: it is stopped" in text, text
+    assert code == 128 + signal.SIGTERM, (code, text)
+    assert (tmp_path / "term_0").exists()
+    assert (tmp_path / "term_1").exists(), text  # resumed, it ran its handler
