@@ -47,6 +47,13 @@ TEST_CASE("the stall report names each rank's state and the odd one out", "[stal
   CHECK_THAT(json, Contains("\"waiting_keys\": [\"/worker/attempt_0/x\"]"));
   CHECK_THAT(json, Contains("\"ranks\": [0,2], \"headline\": \"all_reduce at train.py:12\""));
 
+  CHECK_THAT(json, Contains("\"pid\": 100, \"alive\": true, \"stopped\": false"));
+
+  r.ranks[2].stopped = true;  // SIGSTOP, Ctrl-Z or a debugger
+  CHECK_THAT(format_stall_report(r), Contains("rank 2: stopped (pid 100; SIGSTOP, Ctrl-Z or a "
+                                              "debugger: SIGCONT resumes it)"));
+  CHECK_THAT(stall_json(r), Contains("\"alive\": true, \"stopped\": true"));
+
   r.stacks = {{{0}, "a", ""}, {{1}, "b", ""}};  // no majority: nobody is odd
   CHECK_FALSE(odd_one_out(r));
 }
