@@ -102,6 +102,30 @@ void megatron(const Args& a, Env& env) {
     env["MEGATRON_LM_USE_DISTRIBUTED_OPTIMIZER"] = *v;
 }
 
+void parallelism(const Args& a, Env& env) {
+  env["ACCELERATE_USE_PARALLELISM_CONFIG"] = "true";
+  const std::string prefix = "PARALLELISM_CONFIG_";
+  env[prefix + "DP_REPLICATE_SIZE"] = a.get_or("parallelism_config_dp_replicate_size", "1");
+  env[prefix + "TP_SIZE"] = a.get_or("parallelism_config_tp_size", "1");
+  env[prefix + "CP_SIZE"] = a.get_or("parallelism_config_cp_size", "1");
+  env[prefix + "DP_SHARD_SIZE"] = a.get_or("parallelism_config_dp_shard_size", "1");
+  env[prefix + "CP_BACKEND"] = a.get_or("parallelism_config_cp_backend", "torch");
+  env[prefix + "SP_SIZE"] = a.get_or("parallelism_config_sp_size", "1");
+  env[prefix + "SP_BACKEND"] = a.get_or("parallelism_config_sp_backend", "deepspeed");
+  if (env[prefix + "CP_SIZE"] != "1") {
+    env[prefix + "CP_COMM_STRATEGY"] = a.get_or("parallelism_config_cp_comm_strategy", "allgather");
+  }
+  if (env[prefix + "SP_SIZE"] != "1") {
+    // Python's str() of accelerate's values: None when unset, True/False.
+    env[prefix + "SP_SEQ_LENGTH"] = a.get_or("parallelism_config_sp_seq_length", "None");
+    env[prefix + "SP_SEQ_LENGTH_IS_VARIABLE"] =
+        a.get_or("parallelism_config_sp_seq_length_is_variable", "true") == "true" ? "True"
+                                                                                   : "False";
+    env[prefix + "SP_ATTN_IMPLEMENTATION"] =
+        a.get_or("parallelism_config_sp_attn_implementation", "sdpa");
+  }
+}
+
 void deepspeed(const Args& a, Env& env) {
   std::string fields = lower(a.get_or(kDeepSpeedFields.data(), ""));
   if (a.on(kMixedPrecisionFlag.data()) && fields.ends_with("mixed_precision")) {
@@ -167,6 +191,7 @@ std::map<std::string, std::string> accelerate_environment(const AccelerateLaunch
   const bool cpu = launch.use_cpu;
   if (!cpu && a.on("use_deepspeed")) {
     deepspeed(a, env);  // DeepSpeed's launcher sets no dynamo or thread variables
+    if (a.on("use_parallelism_config")) parallelism(a, env);
     return env;
   }
   dynamo(a, env);
@@ -174,6 +199,7 @@ std::map<std::string, std::string> accelerate_environment(const AccelerateLaunch
   if (!cpu && (a.on("use_fsdp") || a.on("use_megatron_lm") || launch.multi_gpu)) {
     if (a.on("use_fsdp")) fsdp(a, env);
     if (a.on("use_megatron_lm")) megatron(a, env);
+    if (a.on("use_parallelism_config")) parallelism(a, env);
     return env;
   }
   // The simple launcher (one process, or CPU workers).

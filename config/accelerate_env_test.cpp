@@ -332,3 +332,57 @@ TEST_CASE("accelerate's default config path", "[accelerate_env]") {
         "/h/.cache/huggingface/accelerate/default_config.yaml");
   CHECK_FALSE(accelerate_default_config_path(fake_env({})));
 }
+
+TEST_CASE("ACCELERATE_USE_PARALLELISM_CONFIG and PARALLELISM_CONFIG_*", "[accelerate_env]") {
+  CHECK_FALSE(
+      get(env_of(launch_with({{"use_fsdp", "true"}})), "ACCELERATE_USE_PARALLELISM_CONFIG"));
+  const Env defaults =
+      env_of(launch_with({{"use_fsdp", "true"}, {"use_parallelism_config", "true"}}));
+  CHECK(get(defaults, "ACCELERATE_USE_PARALLELISM_CONFIG") == "true");
+  for (const char* name : {"DP_REPLICATE_SIZE", "DP_SHARD_SIZE", "TP_SIZE", "CP_SIZE", "SP_SIZE"}) {
+    CHECK(get(defaults, std::string("PARALLELISM_CONFIG_") + name) == "1");
+  }
+  CHECK(get(defaults, "PARALLELISM_CONFIG_CP_BACKEND") == "torch");
+  CHECK(get(defaults, "PARALLELISM_CONFIG_SP_BACKEND") == "deepspeed");
+  CHECK_FALSE(get(defaults, "PARALLELISM_CONFIG_CP_COMM_STRATEGY"));  // only with CP > 1
+  CHECK_FALSE(get(defaults, "PARALLELISM_CONFIG_SP_SEQ_LENGTH"));     // only with SP > 1
+
+  const Env cp = env_of(launch_with({{"use_parallelism_config", "true"},
+                                     {"parallelism_config_cp_size", "2"},
+                                     {"parallelism_config_dp_shard_size", "2"}}));
+  CHECK(get(cp, "PARALLELISM_CONFIG_CP_SIZE") == "2");
+  CHECK(get(cp, "PARALLELISM_CONFIG_DP_SHARD_SIZE") == "2");
+  CHECK(get(cp, "PARALLELISM_CONFIG_CP_COMM_STRATEGY") == "allgather");
+
+  const Env sp = env_of(launch_with({{"use_deepspeed", "true"},
+                                     {"use_parallelism_config", "true"},
+                                     {"parallelism_config_sp_size", "4"},
+                                     {"parallelism_config_sp_seq_length_is_variable", "false"}}));
+  CHECK(get(sp, "ACCELERATE_USE_DEEPSPEED") == "true");  // DeepSpeed's launcher sets it too
+  CHECK(get(sp, "PARALLELISM_CONFIG_SP_SIZE") == "4");
+  CHECK(get(sp, "PARALLELISM_CONFIG_SP_SEQ_LENGTH") == "None");
+  CHECK(get(sp, "PARALLELISM_CONFIG_SP_SEQ_LENGTH_IS_VARIABLE") == "False");
+  CHECK(get(sp, "PARALLELISM_CONFIG_SP_ATTN_IMPLEMENTATION") == "sdpa");
+
+  // The simple launcher (one CPU process) sets none of it, as accelerate's.
+  AccelerateLaunch simple = launch_with({{"use_parallelism_config", "true"}}, false);
+  simple.use_cpu = true;
+  CHECK_FALSE(get(env_of(simple), "ACCELERATE_USE_PARALLELISM_CONFIG"));
+}
+
+TEST_CASE("a parallelism_config section turns it on; its keys keep their prefix",
+          "[accelerate_env]") {
+  const LoadedConfig loaded = load_config_text(
+      "distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\nnum_processes: 4\n"
+      "parallelism_config:\n  parallelism_config_dp_shard_size: 2\n"
+      "  parallelism_config_cp_size: 2\n",
+      "nd.yaml");
+  CHECK(loaded.settings.accelerate.at("use_parallelism_config") == "true");
+  CHECK(loaded.settings.accelerate.at("parallelism_config_cp_size") == "2");
+  CHECK(loaded.notices.empty());
+  CHECK_FALSE(load_config_text("distributed_type: FSDP\nparallelism_config: {}\n", "e.yaml")
+                  .settings.accelerate.contains("use_parallelism_config"));
+  CHECK_THROWS_AS(
+      load_config_text("parallelism_config:\n  parallelism_config_tp_size: 0\n", "z.yaml"),
+      xlaunch::UsageError);
+}

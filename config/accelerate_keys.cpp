@@ -19,6 +19,7 @@ constexpr std::string_view kDeepSpeed = "deepspeed_config";
 constexpr std::string_view kMegatron = "megatron_lm_config";
 constexpr std::string_view kDynamo = "dynamo_config";
 constexpr std::string_view kFp8 = "fp8_config";
+constexpr std::string_view kParallelism = "parallelism_config";
 
 const std::vector<AccelerateArg> kArgs = {
     // Resources.
@@ -43,6 +44,32 @@ const std::vector<AccelerateArg> kArgs = {
      "train with DeepSpeed (ACCELERATE_USE_DEEPSPEED=true); xlaunch starts the workers itself"},
     {"use_megatron_lm", "", ArgKind::Switch, "",
      "train with Megatron-LM (ACCELERATE_USE_MEGATRON_LM=true)"},
+    // ND parallelism (a parallelism_config section in a file turns it on).
+    {"use_parallelism_config", "", ArgKind::Switch, "",
+     "data, tensor, context and sequence parallel sizes for the workers "
+     "(ACCELERATE_USE_PARALLELISM_CONFIG=true)"},
+    {"parallelism_config_dp_replicate_size", kParallelism, ArgKind::Integer, "",
+     "replicated data parallel size (default 1)"},
+    {"parallelism_config_dp_shard_size", kParallelism, ArgKind::Integer, "",
+     "sharded data parallel size (default 1)"},
+    {"parallelism_config_tp_size", kParallelism, ArgKind::Integer, "",
+     "tensor parallel size (default 1)"},
+    {"parallelism_config_cp_size", kParallelism, ArgKind::Integer, "",
+     "context parallel size (default 1)"},
+    {"parallelism_config_cp_backend", kParallelism, ArgKind::Text, "",
+     "context parallel backend (default torch)"},
+    {"parallelism_config_cp_comm_strategy", kParallelism, ArgKind::Text, "",
+     "context parallel communication: allgather (default) or alltoall"},
+    {"parallelism_config_sp_size", kParallelism, ArgKind::Integer, "",
+     "sequence parallel size (default 1)"},
+    {"parallelism_config_sp_backend", kParallelism, ArgKind::Text, "",
+     "sequence parallel backend (default deepspeed)"},
+    {"parallelism_config_sp_seq_length", kParallelism, ArgKind::Text, "",
+     "sequence length for sequence parallelism"},
+    {"parallelism_config_sp_seq_length_is_variable", kParallelism, ArgKind::Bool, "",
+     "sequence lengths vary between batches (default true)"},
+    {"parallelism_config_sp_attn_implementation", kParallelism, ArgKind::Text, "",
+     "attention implementation with sequence parallelism (default sdpa)"},
     // DeepSpeed.
     {"deepspeed_config_file", kDeepSpeed, ArgKind::Text, "", "DeepSpeed JSON config file"},
     {"zero_stage", kDeepSpeed, ArgKind::Choice, "0|1|2|3", "ZeRO stage"},
@@ -142,7 +169,9 @@ bool positive_count(std::string_view name) {
   for (std::string_view n :
        {"num_cpu_threads_per_process", "gradient_accumulation_steps", "megatron_lm_tp_degree",
         "megatron_lm_pp_degree", "megatron_lm_num_micro_batches", "fp8_interval",
-        "fp8_amax_history_len"}) {
+        "fp8_amax_history_len", "parallelism_config_dp_replicate_size",
+        "parallelism_config_dp_shard_size", "parallelism_config_tp_size",
+        "parallelism_config_cp_size", "parallelism_config_sp_size"}) {
     if (n == name) return true;
   }
   return false;
@@ -333,7 +362,7 @@ std::string allowed_values(const AccelerateArg& arg) {
 
 bool is_accelerate_config_key(std::string_view key) {
   return key == kFsdp || key == kDeepSpeed || key == kMegatron || key == kDynamo || key == kFp8 ||
-         key == "dynamo_backend" || key == "enable_cpu_affinity" ||
+         key == kParallelism || key == "dynamo_backend" || key == "enable_cpu_affinity" ||
          key == "num_cpu_threads_per_process";
 }
 
@@ -350,6 +379,10 @@ void read_accelerate_key(const std::string& key, const YAML::Node& value, const 
     return;
   }
   read_section(key, value, root, origin, into, problems, notices);
+  // accelerate: a parallelism_config section with anything in it turns the feature on.
+  if (key == kParallelism && value.IsMap() && value.size() > 0) {
+    into["use_parallelism_config"] = "true";
+  }
 }
 
 std::string format_accelerate_args(const AccelerateArgs& args) {

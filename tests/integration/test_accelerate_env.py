@@ -327,3 +327,51 @@ def test_a_paradigm_switch_set_false_is_off(xlaunch_bin, plain_python, tmp_path,
         assert "ACCELERATE_USE_DEEPSPEED" not in env, env
         assert env.get("ACCELERATE_USE_MEGATRON_LM", "false") == "false", env
         assert env["XLAUNCH_DISTRIBUTED_TYPE"] == "MULTI_CPU", env
+
+
+# accelerate's own ND example (examples/torch_native_parallelism/configs/nd.yaml), with
+# num_processes -1 as accelerate's ClusterConfig writes "not given": the flag gives it.
+ND_CONFIG = """\
+compute_environment: LOCAL_MACHINE
+debug: false
+distributed_type: FSDP
+fsdp_config:
+  fsdp_activation_checkpointing: false
+  fsdp_cpu_ram_efficient_loading: false
+  fsdp_offload_params: false
+  fsdp_reshard_after_forward: true
+  fsdp_state_dict_type: SHARDED_STATE_DICT
+  fsdp_version: 2
+machine_rank: 0
+main_training_function: main
+mixed_precision: bf16
+num_machines: 1
+num_processes: -1
+parallelism_config:
+  parallelism_config_dp_replicate_size: 1
+  parallelism_config_dp_shard_size: 1
+  parallelism_config_tp_size: 1
+  parallelism_config_cp_size: 2
+rdzv_backend: static
+same_network: true
+use_cpu: false
+"""
+
+
+def test_parallelism_config_reaches_every_worker(xlaunch_bin, plain_python, tmp_path):
+    r, envs = launch(xlaunch_bin, plain_python, tmp_path,
+                     ["--config_file", config(tmp_path, ND_CONFIG), "--num_processes", "2",
+                      "--parallelism_config_dp_shard_size", "1"],
+                     CUDA_VISIBLE_DEVICES="6,7")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "num_processes -1 is accelerate's 'not given'" in r.stderr
+    assert len(envs) == 2
+    for env in envs:
+        assert env["ACCELERATE_USE_FSDP"] == "true"
+        assert env["ACCELERATE_USE_PARALLELISM_CONFIG"] == "true"
+        assert env["PARALLELISM_CONFIG_CP_SIZE"] == "2"
+        assert env["PARALLELISM_CONFIG_DP_SHARD_SIZE"] == "1"
+        assert env["PARALLELISM_CONFIG_DP_REPLICATE_SIZE"] == "1"
+        assert env["PARALLELISM_CONFIG_TP_SIZE"] == "1"
+        assert env["PARALLELISM_CONFIG_CP_BACKEND"] == "torch"
+        assert env["PARALLELISM_CONFIG_CP_COMM_STRATEGY"] == "allgather"
