@@ -18,6 +18,7 @@ std::string from(const Resolved& r, const char* key) {
     case Origin::Flag:
       return "the command line";
     case Origin::Environment:
+    case Origin::TorchrunEnvironment:
       return "the environment";
     case Origin::File:
       return r.config_file ? "config file " + *r.config_file : "the config file";

@@ -50,6 +50,7 @@ std::string_view to_string(Origin origin) {
     case Origin::File:
       return "file";
     case Origin::Environment:
+    case Origin::TorchrunEnvironment:
       return "environment";
     case Origin::Flag:
       return "flag";
@@ -117,7 +118,7 @@ Resolved resolve(const Settings& flags, const std::optional<std::string>& config
       out.origins[std::string(key.name)] = Origin::Environment;
       out.variables[std::string(key.name)] = env_var_name(key.name);
     } else if (key.print(pet)) {
-      out.origins[std::string(key.name)] = Origin::Environment;
+      out.origins[std::string(key.name)] = Origin::TorchrunEnvironment;
       for (const PetVariable& variable : pet_variables()) {
         if (variable.key == key.name && getenv(std::string(variable.name)).value_or("") != "") {
           out.variables[std::string(key.name)] = std::string(variable.name);
@@ -139,6 +140,7 @@ std::map<std::string, std::string> sources(const Resolved& r) {
         out[key] = "the command line";
         break;
       case Origin::Environment:
+      case Origin::TorchrunEnvironment:
         out[key] = r.variables.contains(key) ? r.variables.at(key) : "the environment";
         break;
       case Origin::File:

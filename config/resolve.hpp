@@ -13,9 +13,11 @@
 namespace xlaunch::config {
 
 /// Where a setting came from. Default is for callers that apply built-in defaults.
-enum class Origin { Default, File, Environment, Flag };
+/// Where a value came from, weakest first: a stronger source wins where two say different
+/// things. torchrun's PET_* variables sit below xlaunch's XLAUNCH_*.
+enum class Origin { Default, File, TorchrunEnvironment, Environment, Flag };
 
-/// "default", "file", "environment", "flag".
+/// "default", "file", "environment" (both kinds), "flag".
 std::string_view to_string(Origin origin);
 
 struct Resolved {

@@ -10,6 +10,7 @@
 
 #include "config/env_settings.hpp"
 #include "config/flag_settings.hpp"
+#include "config/launch_rules.hpp"
 #include "config/paths.hpp"
 #include "config/usage_error.hpp"
 #include "config/yaml_io.hpp"
@@ -63,6 +64,18 @@ TEST_CASE("precedence: flag > environment > file", "[resolve]") {
   CHECK(r.origins.at("log_dir") == Origin::File);
   CHECK(r.origins.count("gpu_ids") == 0);
   CHECK(to_string(Origin::Environment) == "environment");
+}
+
+TEST_CASE("XLAUNCH_* beats torchrun's PET_*, also across num_processes and nproc_per_node",
+          "[resolve]") {
+  Resolved r = resolve({}, std::nullopt,
+                       fake_env({{"PET_NPROC_PER_NODE", "1"}, {"XLAUNCH_NUM_PROCESSES", "2"}}));
+  CHECK(r.origins.at("nproc_per_node") == Origin::TorchrunEnvironment);
+  CHECK(r.origins.at("num_processes") == Origin::Environment);
+  CHECK(to_string(Origin::TorchrunEnvironment) == "environment");
+  apply_launch_rules(r, [](const std::string&) { return true; });  // no contradiction
+  CHECK(r.settings.num_processes == 2);
+  CHECK_FALSE(r.settings.nproc_per_node);
 }
 
 TEST_CASE("a missing --config_file is a usage error naming it", "[resolve]") {

@@ -35,6 +35,7 @@ std::string format_show(const Resolved& resolved, const std::optional<std::strin
           from = fmt::format("flag --{}", key.name);
           break;
         case Origin::Environment:
+        case Origin::TorchrunEnvironment:
           from = "environment " + (resolved.variables.contains(std::string(key.name))
                                        ? resolved.variables.at(std::string(key.name))
                                        : env_var_name(key.name));
