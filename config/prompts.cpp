@@ -8,6 +8,21 @@
 namespace xlaunch::config {
 namespace {
 
+// A byte of typed text: printable ASCII, or part of a UTF-8 character (a folder named in
+// Japanese). Control characters are not text.
+bool typable(char ch) {
+  const auto byte = static_cast<unsigned char>(ch);
+  return byte >= 0x80 || (byte >= 0x20 && byte != 0x7f);
+}
+
+// Removes the last character, all of its UTF-8 bytes.
+void erase_last_character(std::string& text) {
+  while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) {
+    text.pop_back();
+  }
+  if (!text.empty()) text.pop_back();
+}
+
 // ANSI codes, written only in interactive mode.
 constexpr std::string_view kBold = "\x1b[1m";
 constexpr std::string_view kCyan = "\x1b[1;36m";
@@ -81,11 +96,11 @@ std::size_t ask_choice_interactive(Terminal& term, std::string_view question,
         error.clear();
         break;
       case Key::Char:
-        if (std::isprint(static_cast<unsigned char>(key.ch))) typed += key.ch;
+        if (typable(key.ch)) typed += key.ch;
         error.clear();
         break;
       case Key::Backspace:
-        if (!typed.empty()) typed.pop_back();
+        erase_last_character(typed);
         break;
       case Key::Enter: {
         std::optional<std::size_t> chosen = selected;
@@ -143,14 +158,14 @@ std::optional<std::string> read_text_interactive(Terminal& term) {
     const Key key = term.read_key();
     switch (key.kind) {
       case Key::Char:
-        if (std::isprint(static_cast<unsigned char>(key.ch))) {
+        if (typable(key.ch)) {
           typed += key.ch;
           term.write(std::string(1, key.ch));
         }
         break;
       case Key::Backspace:
         if (!typed.empty()) {
-          typed.pop_back();
+          erase_last_character(typed);
           term.write("\b \b");
         }
         break;

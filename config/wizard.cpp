@@ -172,6 +172,16 @@ std::string gpu_ids_problem(std::string_view text, int gpus, DistributedType typ
   const auto ids = normalize_gpu_ids(text);
   if (!ids) return fmt::format("'{}' is not 'all' or a list like 0,1", text);
   if (*ids == "all") return "";
+  std::vector<std::string_view> seen;
+  for (std::size_t start_at = 0; start_at <= ids->size();) {
+    const std::size_t comma = std::min(ids->find(',', start_at), ids->size());
+    const std::string_view id = std::string_view(*ids).substr(start_at, comma - start_at);
+    if (std::find(seen.begin(), seen.end(), id) != seen.end()) {
+      return fmt::format("GPU {} is named twice: each process needs a GPU of its own", id);
+    }
+    seen.push_back(id);
+    start_at = comma + 1;
+  }
   if (gpus > 0) {
     for (std::size_t start_at = 0; start_at <= ids->size();) {
       const std::size_t comma = std::min(ids->find(',', start_at), ids->size());
@@ -262,8 +272,14 @@ Settings run_wizard(Terminal& term, const MachineFacts& machine, const Settings&
   }
 
   s.mixed_precision = ask_mixed_precision(term, start);
-  const std::string logs = ask_text(term, "Where should logs go (a directory, or none)?",
-                                    start.log_dir.value_or("none"), nullptr);
+  const std::string logs =
+      ask_text(term, "Where should logs go (a directory, or none)?", start.log_dir.value_or("none"),
+               [](std::string_view text) -> std::string {
+                 for (unsigned char c : text) {
+                   if (c < 0x20 || c == 0x7f) return "a folder's name holds no control characters";
+                 }
+                 return "";
+               });
   if (logs == "none") {
     s.log_dir.reset();
   } else {

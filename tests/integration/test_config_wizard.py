@@ -271,3 +271,38 @@ def test_the_wizard_refuses_a_file_it_cannot_read_rather_than_replace_it(xlaunch
     assert f"{target}:3:17: key 'fsdp_config.fsdp_version': bad value '3'" in r.stderr, r.stderr
     assert "move the file away to start afresh" in r.stderr
     assert target.read_text() == broken
+
+
+def test_typed_answers_keep_non_ascii_and_erase_whole_characters(xlaunch_bin, tmp_path):
+    env = isolated_env(tmp_path, CUDA_VISIBLE_DEVICES="0,1")
+    s = PtySession([xlaunch_bin, "config"], env, cwd=tmp_path)
+    s.expect("Where will the job run?")
+    s.send(ENTER)
+    s.expect("Distributed type:")
+    s.send(ENTER)                        # DDP
+    s.expect("How many processes")
+    s.send(ENTER)
+    s.expect("Which GPUs")
+    s.send(ENTER)
+    s.expect("Mixed precision:")
+    s.send(ENTER)
+    s.expect("Where should logs go (a directory, or none)? [none]: ")
+    s.send("/data/日本/logs/é")
+    s.send("\x7f")                       # one backspace: the whole "é", both of its bytes
+    s.send(ENTER)
+    assert s.wait() == 0, s.output.decode(errors="replace")
+    assert "log_dir: /data/日本/logs/\n" in default_file(tmp_path).read_text(encoding="utf-8")
+
+
+def test_piped_answers_that_cannot_work_are_asked_again(xlaunch_bin, tmp_path):
+    env = isolated_env(tmp_path, CUDA_VISIBLE_DEVICES="0,1,2")
+    # where, type, processes, GPUs (the same twice, then two), precision, logs (a control
+    # character, then a folder)
+    answers = "\nDDP\n2\n0,0\n0,2\n\n/tmp/a\x1b[31mred\n/tmp/logs\n"
+    r = _piped(xlaunch_bin, tmp_path, answers, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "GPU 0 is named twice: each process needs a GPU of its own" in r.stdout
+    assert "a folder's name holds no control characters" in r.stdout
+    text = default_file(tmp_path).read_text()
+    assert "gpu_ids: 0,2" in text and "log_dir: /tmp/logs" in text, text
+    assert "\x1b" not in text
