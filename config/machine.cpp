@@ -16,6 +16,9 @@ int usable_gpus(const MachineFacts& machine, const Settings& given) {
 DistributedType type_for(const Settings& given, bool cpu, int gpus) {
   const DistributedType several = cpu ? DistributedType::MultiCpu : DistributedType::MultiGpu;
   if (given.num_machines.value_or(1) > 1) return several;
+  // torchrun's per-machine count: cpu, gpu or auto is one per device, most often several.
+  if (given.nproc_per_node_device) return several;
+  if (given.nproc_per_node) return *given.nproc_per_node > 1 ? several : DistributedType::No;
   if (given.num_processes) return *given.num_processes > 1 ? several : DistributedType::No;
   return !cpu && gpus >= 2 ? DistributedType::MultiGpu : DistributedType::No;
 }
@@ -49,10 +52,14 @@ Settings default_settings(const MachineFacts& machine, const Settings& given) {
   const bool gpu_type = given.distributed_type == DistributedType::MultiGpu ||
                         given.distributed_type == DistributedType::DataParallel;
   const bool cpu = given.use_cpu.value_or(machine.gpu_count == 0 && !gpu_type) ||
-                   given.distributed_type == DistributedType::MultiCpu;
+                   given.distributed_type == DistributedType::MultiCpu ||
+                   given.nproc_per_node_device == "cpu";
   s.use_cpu = cpu;
   s.distributed_type = given.distributed_type.value_or(type_for(given, cpu, gpus));
-  s.num_processes = processes_for(*s.distributed_type, given, gpus);
+  // A per-machine count given says how many; a total beside it could only contradict it.
+  if (!given.nproc_per_node && !given.nproc_per_node_device) {
+    s.num_processes = processes_for(*s.distributed_type, given, gpus);
+  }
   if (!cpu && machine.gpu_count > 0) s.gpu_ids = "all";
   return merge(s, given);
 }

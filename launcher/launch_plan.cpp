@@ -98,6 +98,25 @@ int local_workers(const config::Settings& s, const std::vector<std::string>& sel
     }
     local = config::count_for_nproc_device(*s.nproc_per_node_device, selected,
                                            static_cast<int>(std::thread::hardware_concurrency()));
+    // The checks a number meets in the launch rules, now that the count is known. (Both
+    // keys are left only when one source gave both: the rules drop the weaker.)
+    if (s.num_processes && *s.num_processes != local * num_machines) {
+      throw UsageError(
+          fmt::format("num_processes {} and nproc_per_node {} contradict each other{}: {} "
+                      "machine(s) of {} processes is {}",
+                      *s.num_processes, *s.nproc_per_node_device, from(sources, "num_processes"),
+                      num_machines, local, local * num_machines),
+          "give one of them: --num_processes counts the whole job, --nproc_per_node one "
+          "machine");
+    }
+    if (s.distributed_type == DistributedType::No && local > 1) {
+      throw UsageError(
+          fmt::format("distributed_type NO{} runs one process, but nproc_per_node {} is {} "
+                      "processes here",
+                      from(sources, "distributed_type"), *s.nproc_per_node_device, local),
+          "for several processes use --multi_gpu (distributed_type MULTI_GPU) or "
+          "distributed_type MULTI_CPU; or ask for 1 process");
+    }
   } else {
     local = local_process_count(s, num_machines, default_count);
   }

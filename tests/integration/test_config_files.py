@@ -126,3 +126,32 @@ def test_a_default_config_that_is_a_fifo_is_refused_not_waited_on(xlaunch_bin, t
         assert r.returncode == 2, (args, r.stderr)
         assert f"{fifo} is not a plain file" in r.stderr, r.stderr
         assert fifo.is_fifo()
+
+
+def test_nproc_per_node_cpu_meets_the_checks_a_number_meets(xlaunch_bin, tmp_path):
+    cpus = os.cpu_count()
+    assert cpus >= 2  # the CI machines have 2
+    launch = ("launch", "--dry_run", "--no_python", "true")
+    # One process for NO, however the count is spelled.
+    r = run(xlaunch_bin, tmp_path, *launch[:2], "--distributed_type", "NO", "--nproc_per_node",
+            "cpu", *launch[2:])
+    assert r.returncode == 2, r.stdout
+    assert (f"distributed_type NO (from the command line) runs one process, but nproc_per_node "
+            f"cpu is {cpus} processes here") in r.stderr, r.stderr
+    # A total and a per-machine count from one file must agree, counted or not.
+    bad = tmp_path / "b.yaml"
+    bad.write_text("distributed_type: MULTI_CPU\nuse_cpu: true\nnum_processes: "
+                   f"{cpus + 1}\nnproc_per_node: cpu\n")
+    r = run(xlaunch_bin, tmp_path, *launch[:2], "--config_file", str(bad), *launch[2:])
+    assert r.returncode == 2, r.stdout
+    assert f"num_processes {cpus + 1} and nproc_per_node cpu contradict each other" in r.stderr
+    # `config default --nproc_per_node cpu` writes a file that launches one worker per CPU.
+    written = tmp_path / "c.yaml"
+    r = run(xlaunch_bin, tmp_path, "config", "default", "--config_file", str(written),
+            "--nproc_per_node", "cpu")
+    assert r.returncode == 0, r.stderr
+    text = written.read_text()
+    assert "distributed_type: MULTI_CPU" in text and "num_processes" not in text, text
+    r = run(xlaunch_bin, tmp_path, *launch[:2], "--config_file", str(written), *launch[2:])
+    assert r.returncode == 0, r.stderr
+    assert f"plan.world_size: {cpus}" in r.stdout, r.stdout
