@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <map>
 
 #include "config/accelerate_keys.hpp"
@@ -93,6 +94,13 @@ struct Reading {
   std::optional<bool> legacy_fp16;
 };
 
+// "010", "-07": digits after a leading 0, which YAML 1.1 reads as an octal number.
+bool yaml11_octal(std::string_view text) {
+  if (!text.empty() && (text.front() == '+' || text.front() == '-')) text.remove_prefix(1);
+  if (text.size() < 2 || text.front() != '0') return false;
+  return std::all_of(text.begin() + 1, text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 void read_schema_key(Reading& r, const KeySpec& spec, const std::string& key,
                      const YAML::Node& value, const YAML::Mark& value_mark) {
   if (value.IsNull()) return;  // accelerate writes `main_process_ip: null` for "unset"
@@ -103,6 +111,15 @@ void read_schema_key(Reading& r, const KeySpec& spec, const std::string& key,
     text = joined_scalars(value);
   }
   if (text && text->empty()) return;
+  // An unquoted 010 is 8 to accelerate's PyYAML (YAML 1.1 octal) and 10 to xlaunch's
+  // yaml-cpp: a number the two would launch differently is refused, not guessed.
+  if (text && value.IsScalar() && value.Tag() == "?" && yaml11_octal(*text)) {
+    r.problems.push_back(fmt::format(
+        "{}: key '{}': bad value '{}': accelerate reads a number with a leading 0 as octal "
+        "(YAML 1.1); write it without the 0, or quote it",
+        where(r.origin, value_mark), key, *text));
+    return;
+  }
   std::string notice;
   if (!text || !spec.parse(*text, r.out.settings, notice)) {
     r.problems.push_back(fmt::format("{}: key '{}': bad value '{}'{} (allowed: {})",

@@ -229,3 +229,21 @@ TEST_CASE("an IPv6 address in brackets is taken without them; a stray bracket is
   CHECK(contains(error_of("main_process_ip: '[host'\n"), "bad value '[host'"));
   CHECK(contains(error_of("main_process_ip: '[10.0.0.1]'\n"), "bad value '[10.0.0.1]'"));
 }
+
+TEST_CASE("numbers PyYAML would read otherwise are refused or written quoted", "[validate]") {
+  // YAML 1.1 octal: 8 to accelerate, 10 to yaml-cpp.
+  CHECK(contains(error_of("num_processes: 010\n"),
+                 "f.yaml:1:16: key 'num_processes': bad value '010': accelerate reads a number "
+                 "with a leading 0 as octal (YAML 1.1)"));
+  CHECK(contains(error_of("main_process_port: -0029500\n"), "leading 0 as octal"));
+  CHECK(load_config_text("num_processes: '010'\n", "f.yaml").settings.num_processes == 10);
+  CHECK(error_of("num_processes: 10\nmain_process_port: 0\n").empty());
+  // YAML 1.1 base 60: 1:4 would be 64 to accelerate.
+  Settings elastic;
+  elastic.num_machines = 1;
+  elastic.min_machines = 1;
+  elastic.max_machines = 4;
+  const std::string text = to_yaml(elastic);
+  CHECK(contains(text, "num_machines: '1:4'"));
+  CHECK(load_config_text(text, "f.yaml").settings.max_machines == 4);
+}

@@ -139,8 +139,10 @@ std::string to_yaml(const Settings& settings) {
     const auto value = key.print(settings);
     if (!value) continue;
     out << YAML::Key << std::string(key.name) << YAML::Value;
-    // PyYAML (accelerate) reads a bare NO or no as false, so such words are quoted.
-    if ((key.kind == ValueKind::Text || key.kind == ValueKind::Choice) && needs_quotes(*value)) {
+    // PyYAML (accelerate) reads a bare NO or no as false, and 1:4 as 64 (YAML 1.1's base 60),
+    // so such values are quoted.
+    if (((key.kind == ValueKind::Text || key.kind == ValueKind::Choice) && needs_quotes(*value)) ||
+        value->find(':') != std::string::npos) {
       out << YAML::SingleQuoted << *value;
     } else {
       out << *value;
