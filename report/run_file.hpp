@@ -23,4 +23,7 @@ struct RunFile {
 /// Reads `path` if it is a regular file of at most `max_bytes`.
 RunFile read_run_file(const std::string& path, std::size_t max_bytes);
 
+/// Whether both paths exist and name one file (device and inode), through links.
+bool same_file(const std::string& a, const std::string& b);
+
 }  // namespace xlaunch::report

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cstring>
 
@@ -27,6 +28,13 @@ RunFile read_run_file(const std::string& path, std::size_t max_bytes) {
       break;
   }
   return RunFile{RunFile::Status::Problem, {}, std::strerror(file.error)};
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat first {};
+  struct stat second {};
+  return ::stat(a.c_str(), &first) == 0 && ::stat(b.c_str(), &second) == 0 &&
+         first.st_dev == second.st_dev && first.st_ino == second.st_ino;
 }
 
 }  // namespace xlaunch::report

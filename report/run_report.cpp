@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <system_error>
+
 #include "config/atomic_write.hpp"
 #include "config/usage_error.hpp"
 #include "report/report_html.hpp"
@@ -32,6 +34,10 @@ std::string read_or_explain(const std::string& path, std::size_t max_bytes, bool
 }  // namespace
 
 std::string write_run_report(const std::string& run_dir, const std::string& output) {
+  if (run_dir.empty()) {
+    throw UsageError("the run folder is empty",
+                     "give the folder of one run, LOG_DIR/RUN_ID, from a launch with --log_dir");
+  }
   const std::string summary_path = run_dir + "/summary.json";
   const std::string summary = read_or_explain(summary_path, kMaxSummaryBytes, true);
   RunPicture picture;
@@ -44,7 +50,22 @@ std::string write_run_report(const std::string& run_dir, const std::string& outp
                      "the file was changed or cut off; it is written by xlaunch launch");
   }
   const std::string path = output.empty() ? run_dir + "/report.html" : output;
-  config::atomic_write(path, render_report_html(picture));
+  // The page replaces what is there: never one of the files it is drawn from.
+  for (const char* input : {"summary.json", "activity.csv", "gpu.csv", "xlaunch.log"}) {
+    if (same_file(path, run_dir + "/" + input)) {
+      throw UsageError(fmt::format("-o {} is the run's own {}: writing the page there would "
+                                   "replace it",
+                                   path, input),
+                       "write the page elsewhere, e.g. -o report.html");
+    }
+  }
+  try {
+    config::atomic_write(path, render_report_html(picture));
+  } catch (const std::system_error& e) {
+    throw UsageError(e.what(), output.empty() ? "the run folder is not writable here: write "
+                                                "the page elsewhere with -o FILE"
+                                              : "give -o a file in a folder you can write");
+  }
   return path;
 }
 

@@ -133,3 +133,23 @@ def test_xlaunch_report_on_a_folder_that_is_not_a_run_is_a_usage_error(xlaunch_b
                        timeout=60)
     assert r.returncode == 2
     assert f"{tmp_path}/summary.json: not valid JSON" in r.stderr
+
+
+def test_xlaunch_report_never_writes_over_its_inputs_and_says_where_it_cannot_write(
+        xlaunch_bin, failed_then_restarted_run, tmp_path):
+    _, run_dir = failed_then_restarted_run
+
+    def report(*args):
+        return subprocess.run([xlaunch_bin, "report", *args], capture_output=True, text=True,
+                              timeout=60)
+
+    summary = (run_dir / "summary.json").read_text()
+    r = report(str(run_dir), "-o", str(run_dir / "summary.json"))
+    assert r.returncode == 2, r.stderr
+    assert "is the run's own summary.json: writing the page there would replace it" in r.stderr
+    assert (run_dir / "summary.json").read_text() == summary
+    r = report(str(run_dir), "-o", str(tmp_path))  # a folder
+    assert r.returncode == 2, r.stderr
+    assert f"cannot write {tmp_path}" in r.stderr and "hint: give -o a file" in r.stderr
+    r = report("")
+    assert r.returncode == 2 and "the run folder is empty" in r.stderr, r.stderr
