@@ -142,7 +142,10 @@ std::optional<std::int64_t> parse_iso_ms(std::string_view s) {
     return std::nullopt;
   }
   const std::int64_t days = days_from_civil(year, month, day);
-  return ((days * 24 + hour) * 60 + minute) * 60000 + second * 1000LL + millis;
+  const std::int64_t ms = ((days * 24 + hour) * 60 + minute) * 60000 + second * 1000LL + millis;
+  // The same bounds as a time in seconds: one year 1 span would squash every other bar.
+  if (ms < 0 || ms > kMaxUnixMs) return std::nullopt;
+  return ms;
 }
 
 std::vector<ActivityPoint> parse_activity_csv(std::string_view csv) {

@@ -36,6 +36,11 @@ TEST_CASE("ISO times parse to epoch milliseconds") {
   CHECK(parse_iso_ms("2000-03-01T00:00:00Z") == 951868800000);
   CHECK_FALSE(parse_iso_ms("2000-13-01T00:00:00Z"));
   CHECK_FALSE(parse_iso_ms("yesterday"));
+  // Outside the times xlaunch writes (1970 to about 2514), as for times in seconds.
+  CHECK_FALSE(parse_iso_ms("0001-01-01T00:00:00Z"));
+  CHECK_FALSE(parse_iso_ms("1969-12-31T23:59:59Z"));
+  CHECK_FALSE(parse_iso_ms("9999-12-31T23:59:59Z"));
+  CHECK(parse_iso_ms("2500-01-01T00:00:00Z"));
 }
 
 TEST_CASE("summary.json, activity.csv and gpu.csv make the picture") {
