@@ -99,23 +99,31 @@ GpuUse summarize_gpu_use(const std::vector<GpuSample>& samples,
                          const std::vector<unsigned>& selected,
                          const std::map<int, unsigned>& gpu_of_rank) {
   GpuUse use;
-  for (unsigned gpu : selected) {
+  // One pass over the samples (a report's gpu.csv may hold millions), each into its GPU's sums.
+  struct Sums {
     GpuStats stats;
-    stats.gpu = gpu;
     double utilization = 0;
     double memory = 0;
-    for (const GpuSample& s : samples) {
-      if (s.gpu != gpu) continue;
-      ++stats.samples;
-      utilization += s.utilization;
-      memory += static_cast<double>(s.memory_used);
-      stats.peak_utilization = std::max(stats.peak_utilization, s.utilization);
-      stats.peak_memory = std::max(stats.peak_memory, s.memory_used);
-      stats.memory_total = std::max(stats.memory_total, s.memory_total);
-    }
+  };
+  std::map<unsigned, Sums> by_gpu;
+  for (unsigned gpu : selected) by_gpu[gpu].stats.gpu = gpu;
+  for (const GpuSample& s : samples) {
+    const auto it = by_gpu.find(s.gpu);
+    if (it == by_gpu.end()) continue;
+    Sums& sums = it->second;
+    ++sums.stats.samples;
+    sums.utilization += s.utilization;
+    sums.memory += static_cast<double>(s.memory_used);
+    sums.stats.peak_utilization = std::max(sums.stats.peak_utilization, s.utilization);
+    sums.stats.peak_memory = std::max(sums.stats.peak_memory, s.memory_used);
+    sums.stats.memory_total = std::max(sums.stats.memory_total, s.memory_total);
+  }
+  for (unsigned gpu : selected) {
+    const Sums& sums = by_gpu.at(gpu);
+    GpuStats stats = sums.stats;
     if (stats.samples > 0) {
-      stats.average_utilization = utilization / static_cast<double>(stats.samples);
-      stats.average_memory = memory / static_cast<double>(stats.samples);
+      stats.average_utilization = sums.utilization / static_cast<double>(stats.samples);
+      stats.average_memory = sums.memory / static_cast<double>(stats.samples);
     }
     use.gpus.push_back(stats);
   }
