@@ -35,10 +35,11 @@ void OutputActivity::merge_rows() {
 }
 
 std::string OutputActivity::csv() const {
-  std::string out = "attempt,rank,unix_second,lines\n";
+  // Each row says the seconds it covers: 1, or 2, 4, 8... once merged.
+  std::string out = "attempt,rank,unix_second,lines,seconds\n";
   for (const auto& [key, count] : lines_) {
     const auto& [attempt, rank, second] = key;
-    out += fmt::format("{},{},{},{}\n", attempt, rank, second, count);
+    out += fmt::format("{},{},{},{},{}\n", attempt, rank, second, count, seconds_per_row_);
   }
   return out;
 }

@@ -8,7 +8,7 @@ using namespace xlaunch::diagnose;
 
 TEST_CASE("output activity counts lines per attempt, rank and second") {
   OutputActivity activity;
-  CHECK(activity.csv() == "attempt,rank,unix_second,lines\n");
+  CHECK(activity.csv() == "attempt,rank,unix_second,lines,seconds\n");
   const std::chrono::system_clock::time_point t{std::chrono::seconds(1000)};
   activity.note(0, 1, t);
   activity.note(0, 1, t + std::chrono::milliseconds(999));
@@ -16,11 +16,11 @@ TEST_CASE("output activity counts lines per attempt, rank and second") {
   activity.note(0, 0, t);
   activity.note(1, 0, t + std::chrono::seconds(5));
   CHECK(activity.csv() ==
-        "attempt,rank,unix_second,lines\n"
-        "0,0,1000,1\n"
-        "0,1,1000,2\n"
-        "0,1,1001,1\n"
-        "1,0,1005,1\n");
+        "attempt,rank,unix_second,lines,seconds\n"
+        "0,0,1000,1,1\n"
+        "0,1,1000,2,1\n"
+        "0,1,1001,1,1\n"
+        "1,0,1005,1,1\n");
 }
 
 TEST_CASE("output activity of a long run merges seconds instead of growing without bound") {
@@ -44,7 +44,10 @@ TEST_CASE("output activity of a long run merges seconds instead of growing witho
     ++rows;
     const auto second = std::stoll(row.substr(4, row.find(',', 4) - 4));
     CHECK(second % 4 == 0);  // each row starts a 4-second span
-    lines += std::stoull(row.substr(row.rfind(',') + 1));
+    const auto last = row.rfind(',');
+    CHECK(row.substr(last + 1) == "4");  // and says so
+    const auto before = row.rfind(',', last - 1);
+    lines += std::stoull(row.substr(before + 1, last - before - 1));
   }
   CHECK(rows <= kMaxActivityEntries);
   CHECK(lines == total);  // nothing lost in merging

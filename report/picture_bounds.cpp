@@ -28,17 +28,24 @@ std::vector<ActivityPoint> bin_activity(const std::vector<ActivityPoint>& points
   }
   const std::int64_t width = bin_length(lo, hi, max_bins);
   if (width == 1) return points;
-  std::map<std::tuple<int, int, std::int64_t>, std::uint64_t> bins;  // attempt, rank, bin
-  for (const ActivityPoint& a : points)
-    bins[{a.attempt, a.rank, (a.unix_second - lo) / width}] += a.lines;
+  struct Bin {
+    std::uint64_t lines = 0;
+    std::int64_t seconds = 0;  // a merged row of the launcher's may be wider than a bin
+  };
+  std::map<std::tuple<int, int, std::int64_t>, Bin> bins;  // attempt, rank, bin
+  for (const ActivityPoint& a : points) {
+    Bin& bin = bins[{a.attempt, a.rank, (a.unix_second - lo) / width}];
+    bin.lines += a.lines;
+    bin.seconds = std::max({bin.seconds, width, a.seconds});
+  }
   std::vector<ActivityPoint> out;
   out.reserve(bins.size());
-  for (const auto& [key, lines] : bins) {
-    const auto& [attempt, rank, bin] = key;
-    out.push_back(ActivityPoint{
-        attempt, rank, lo + bin * width,
-        static_cast<unsigned>(std::min<std::uint64_t>(lines, std::numeric_limits<unsigned>::max())),
-        width});
+  for (const auto& [key, bin] : bins) {
+    const auto& [attempt, rank, index] = key;
+    out.push_back(ActivityPoint{attempt, rank, lo + index * width,
+                                static_cast<unsigned>(std::min<std::uint64_t>(
+                                    bin.lines, std::numeric_limits<unsigned>::max())),
+                                bin.seconds});
   }
   return out;
 }

@@ -153,10 +153,17 @@ std::vector<ActivityPoint> parse_activity_csv(std::string_view csv) {
   for (std::string_view line : config::split(csv, '\n')) {
     const auto fields = config::split(line, ',');
     ActivityPoint p;
-    if (fields.size() == 4 && parse_number(fields[0], p.attempt) &&
+    std::uint64_t lines = 0;
+    // The fifth column, the seconds a row covers, is new: files without it have rows of 1 s.
+    if ((fields.size() == 4 || fields.size() == 5) && parse_number(fields[0], p.attempt) &&
         parse_number(fields[1], p.rank) && parse_number(fields[2], p.unix_second) &&
-        parse_number(fields[3], p.lines) && p.unix_second >= 0 &&
-        p.unix_second <= static_cast<std::int64_t>(kMaxUnixSeconds)) {
+        parse_number(fields[3], lines) && p.unix_second >= 0 &&
+        p.unix_second <= static_cast<std::int64_t>(kMaxUnixSeconds) &&
+        (fields.size() == 4 ||
+         (parse_number(fields[4], p.seconds) && p.seconds >= 1 && p.seconds <= (1 << 30)))) {
+      // The launcher counts in 64 bits: a count beyond the picture's is drawn at its top.
+      p.lines = static_cast<unsigned>(
+          std::min<std::uint64_t>(lines, std::numeric_limits<unsigned>::max()));
       points.push_back(p);
     }
   }

@@ -1,6 +1,7 @@
 #include "report/run_picture.hpp"
 
 #include <catch2/catch.hpp>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,18 @@ TEST_CASE("ISO times parse to epoch milliseconds") {
   CHECK_FALSE(parse_iso_ms("1969-12-31T23:59:59Z"));
   CHECK_FALSE(parse_iso_ms("9999-12-31T23:59:59Z"));
   CHECK(parse_iso_ms("2500-01-01T00:00:00Z"));
+}
+
+TEST_CASE("activity.csv rows say the seconds they cover; big counts are kept, at the top") {
+  const auto points = parse_activity_csv(
+      "attempt,rank,unix_second,lines,seconds\n0,0,100,7,4\n0,1,100,8796093022208,1\n"
+      "0,1,104,1,0\n");
+  REQUIRE(points.size() == 2);  // a row of 0 seconds is no row
+  CHECK(points[0].seconds == 4);
+  CHECK(points[1].lines == std::numeric_limits<unsigned>::max());
+  const auto old_rows = parse_activity_csv("attempt,rank,unix_second,lines\n0,0,100,7\n");
+  REQUIRE(old_rows.size() == 1);
+  CHECK(old_rows[0].seconds == 1);
 }
 
 TEST_CASE("summary.json, activity.csv and gpu.csv make the picture") {
