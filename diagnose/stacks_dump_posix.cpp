@@ -2,6 +2,9 @@
 // still writes to xlaunch's file (stacks_target.hpp), then polling their dump files until each
 // is complete (or 3 s passed).
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -119,8 +122,13 @@ void StallMonitor::Impl::dump_on_request() {
   waiting.clear();
   out.say("xlaunch: stacks requested (xlaunch stacks): dumping every rank's Python stacks\n");
   collect_stacks([this, replies](std::vector<RankStacks> stacks) {
-    const std::string text = "xlaunch: Python stacks of every rank, identical ones once:\n" +
-                             format_stack_groups(group_stacks(stacks), "xlaunch:   ");
+    // The launcher's pid: with one run id in two launchers here, says whose ranks these are.
+    const std::string text =
+        fmt::format(
+            "xlaunch: Python stacks of every rank (launcher pid {}), identical ones "
+            "once:\n",
+            ::getpid()) +
+        format_stack_groups(group_stacks(stacks), "xlaunch:   ");
     out.say(text);
     out.log(text);
     for (const auto& reply : *replies) reply(text);

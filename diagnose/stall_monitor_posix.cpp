@@ -43,6 +43,12 @@ StallMonitor::Impl::Impl(asio::io_context& i, Options o, Output w, StoreClients 
   if (channel->folder_refused()) {
     out.say(fmt::format("xlaunch: warning: `xlaunch stacks` cannot reach this job: {}\n",
                         channel->problem()));
+  } else if (!channel->problem().empty()) {
+    // Most often another launcher of the same run id here (a job step that reuses
+    // $SLURM_JOB_ID, machines of one job tried out on one host): it answers instead.
+    out.say(fmt::format("xlaunch: note: `xlaunch stacks {}` reaches another launcher, not "
+                        "this one: {}\n",
+                        options.run_id, channel->problem()));
   }
   if (!channel->problem().empty()) out.log("xlaunch stacks: " + channel->problem());
 }

@@ -131,7 +131,8 @@ def test_xlaunch_stacks_dumps_every_rank_grouped(xlaunch_bin, plain_python, tmp_
         (tmp_path / "stop").write_text("")
     code, out, err = finish(proc)
     assert code == 0, err
-    assert err.count("xlaunch: Python stacks of every rank, identical ones once:") == 2, err
+    header = f"xlaunch: Python stacks of every rank (launcher pid {proc.pid}), identical ones once:"
+    assert err.count(header) == 2, err
     assert "stacks requested (xlaunch stacks): dumping every rank's Python stacks" in err
     assert not (runtime / "xlaunch" / "stackrun.sock").exists()
 
@@ -259,3 +260,35 @@ def test_odd_master_port_or_addr_set_by_a_script_is_no_evidence(xlaunch_bin, pla
         assert "[rank0]: done" in r.stdout, (port, r.stdout)
         assert "keeps dialing" not in r.stderr, (port, r.stderr)
         assert "\x1b" not in r.stderr, r.stderr
+
+
+def test_a_second_launcher_of_one_run_id_says_whose_stacks_it_gets(xlaunch_bin, plain_python,
+                                                                  tmp_path):
+    # Two jobs on one machine with one run id (job steps that share $SLURM_JOB_ID): the
+    # second cannot listen at the run's socket. It says so, and a dump names its launcher.
+    script = tmp_path / "waiter.py"
+    script.write_text(WAITER)
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    first_out, second_out = tmp_path / "a", tmp_path / "b"
+    first_out.mkdir()
+    second_out.mkdir()
+    procs = []
+    try:
+        for out in (first_out, second_out):
+            env = {"OUT": str(out), "XDG_RUNTIME_DIR": str(runtime)}
+            procs.append(start(xlaunch_bin, ["--num_processes", "1", "--run_id", "dup",
+                                             str(script)], env=env, python=plain_python))
+            wait_for_files(out, "ready_*", 1, timeout=120)
+        r = stacks_cmd(xlaunch_bin, {"XDG_RUNTIME_DIR": str(runtime)}, "dup")
+        assert r.returncode == 0, r.stderr
+        assert f"Python stacks of every rank (launcher pid {procs[0].pid})" in r.stdout, r.stdout
+    finally:
+        (first_out / "stop").write_text("")
+        (second_out / "stop").write_text("")
+    results = [finish(p) for p in procs]
+    assert all(code == 0 for code, _, _ in results), results
+    second_err = results[1][2]
+    assert ("xlaunch: note: `xlaunch stacks dup` reaches another launcher, not this one: "
+            "another launcher of run dup on this machine listens at") in second_err, second_err
+    assert "`xlaunch stacks dup` reaches another" not in results[0][2]
