@@ -238,11 +238,28 @@ void read_section(std::string_view section, const YAML::Node& value, const YAML:
   }
   std::string ds_fields;
   for (const auto& entry : value) {
+    if (!entry.first.IsScalar()) {
+      notices.push_back(
+          fmt::format("{}: a key of '{}' that is not a name (a list or a "
+                      "mapping); ignored",
+                      where(origin, entry.first.Mark()), section));
+      continue;
+    }
     const std::string key = entry.first.Scalar();
     const std::string shown_key = fmt::format("{}.{}", section, key);
     if (section == kDeepSpeed) ds_fields += (ds_fields.empty() ? "" : ",") + key;
     const std::string name = argument_name(section, key);
     const AccelerateArg* arg = find_accelerate_arg(name);
+    if (arg == nullptr && section == kFp8 &&
+        !std::all_of(name.begin(), name.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '_'; })) {
+      // Its variable would be ACCELERATE_<NAME>: "a=b" would set another one.
+      notices.push_back(
+          fmt::format("{}: key '{}' is no variable name (letters, digits and _ "
+                      "only); ignored",
+                      where(origin, entry.first.Mark()), shown_key));
+      continue;
+    }
     if (arg == nullptr && section == kFp8) {
       // accelerate exports every fp8_* argument, known or not, as ACCELERATE_FP8_*.
       const auto suggestion = closest_in_section(section, name);

@@ -106,6 +106,21 @@ TEST_CASE("unknown section keys are a notice with a did-you-mean", "[accelerate_
   CHECK(loaded.settings.accelerate.empty());
 }
 
+TEST_CASE("section keys that are no names, or no variable names, are ignored with a notice",
+          "[accelerate_env]") {
+  const LoadedConfig loaded = load_config_text(
+      "fsdp_config:\n  [a, b]: 1\nfp8_config:\n  x=y: 1\n  enable_fsdp_float8_all_gather: true\n",
+      "f.yaml");
+  REQUIRE(loaded.notices.size() == 2);
+  CHECK(loaded.notices[0] ==
+        "f.yaml:2:3: a key of 'fsdp_config' that is not a name (a list or a mapping); ignored");
+  CHECK(loaded.notices[1] ==
+        "f.yaml:4:3: key 'fp8_config.x=y' is no variable name (letters, digits and _ only); "
+        "ignored");
+  CHECK(loaded.settings.accelerate.size() == 1);
+  CHECK(loaded.settings.accelerate.contains("fp8_enable_fsdp_float8_all_gather"));
+}
+
 TEST_CASE("a distributed_type from a higher source replaces the file's paradigm",
           "[accelerate_env]") {
   const Settings file = settings_of("distributed_type: FSDP\n");
