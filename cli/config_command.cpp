@@ -2,6 +2,7 @@
 // Flag wiring and GPU facts only; the work is in config/.
 #include <fmt/core.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -131,6 +132,7 @@ int run_wizard(const ConfigOptions& o) {
   {
     // The terminal (and its raw mode) ends before anything else is printed.
     const std::unique_ptr<config::Terminal> term = config::make_stdio_terminal();
+    const bool typed = term->interactive();
     try {
       answers = config::run_wizard(*term, machine.facts, start);
     } catch (const config::Interrupted& stop) {
@@ -140,13 +142,15 @@ int run_wizard(const ConfigOptions& o) {
       throw UsageError(fmt::format("input ended before every question was answered; {} was not "
                                    "changed",
                                    path),
-                       "with piped input give one answer per line; an empty line takes the "
-                       "default");
+                       typed ? "Ctrl-D ends the input; Ctrl-C stops the wizard"
+                             : "with piped input give one answer per line; an empty line "
+                               "takes the default");
     }
   }
   refuse_unless_it_launches(path, answers, machine);
   config::save_config(path, answers);
-  fmt::print("\n{}\nWrote {}\n", config::summarize(answers), path);
+  // The file is written: an output closed meanwhile changes nothing about that.
+  std::fputs(fmt::format("\n{}\nWrote {}\n", config::summarize(answers), path).c_str(), stdout);
   return exit_status::kSuccess;
 }
 

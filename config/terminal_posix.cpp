@@ -179,6 +179,9 @@ class RawTerminal : public Terminal {
 }  // namespace
 
 std::unique_ptr<Terminal> make_stdio_terminal() {
+  // A closed output (`xlaunch config | head -1`) must not end the wizard by SIGPIPE:
+  // write_all goes on, and the answers can still be read. The wizard starts no process.
+  ::signal(SIGPIPE, SIG_IGN);
   if (::isatty(STDIN_FILENO) == 1 && ::isatty(STDOUT_FILENO) == 1) {
     return std::make_unique<RawTerminal>();
   }

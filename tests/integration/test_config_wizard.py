@@ -306,3 +306,15 @@ def test_piped_answers_that_cannot_work_are_asked_again(xlaunch_bin, tmp_path):
     text = default_file(tmp_path).read_text()
     assert "gpu_ids: 0,2" in text and "log_dir: /tmp/logs" in text, text
     assert "\x1b" not in text
+
+
+def test_a_closed_output_does_not_end_the_wizard(xlaunch_bin, tmp_path):
+    # `xlaunch config | head -1`: the questions go nowhere, the answers still count.
+    target = tmp_path / "piped.yaml"
+    proc = subprocess.Popen([xlaunch_bin, "config", "--config_file", str(target)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=isolated_env(tmp_path), text=True)
+    proc.stdout.close()  # before the first question is written
+    _, err = proc.communicate("\n" * 10, timeout=30)
+    assert proc.returncode == 0, (proc.returncode, err)
+    assert "distributed_type" in target.read_text()
