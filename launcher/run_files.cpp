@@ -70,6 +70,25 @@ std::string make_temp_run_dir(const std::string& run_id, std::optional<std::stri
   return fallback;
 }
 
+// Why another user could swap this run's folder in `dir` for a link to files of yours (the
+// logs would then be written there), or nothing. The sticky bit, as on /tmp, keeps others
+// from renaming what you made.
+std::optional<std::string> shared_folder_risk(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return std::nullopt;
+  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+    return fmt::format("it belongs to uid {}, who could swap this run's folder for a link",
+                       st.st_uid);
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+    return fmt::format(
+        "it has mode {:04o} without the sticky bit: other users could swap "
+        "this run's folder for a link",
+        st.st_mode & 07777);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 RunFiles::RunFiles(const std::string& run_id, const std::optional<std::string>& log_dir,
@@ -81,6 +100,10 @@ RunFiles::RunFiles(const std::string& run_id, const std::optional<std::string>& 
     std::error_code ec;
     fs::create_directories(*log_dir, ec);  // the user's folder; it may well exist
     if (ec) throw cannot_create(*log_dir, ec.value(), "choose a writable --log_dir");
+    if (const auto risk = shared_folder_risk(*log_dir)) {
+      say("xlaunch: warning: --log_dir {}: {}; choose a folder of your own\n",
+          config::printable(*log_dir), *risk);
+    }
     // mkdir fails on an existing folder, so this run's folder is new even when another
     // xlaunch with the same run id starts at the same moment.
     for (int n = 1;; ++n) {

@@ -113,3 +113,20 @@ def test_an_error_file_that_cannot_be_read_is_named_not_skipped(xlaunch_bin, tmp
     r = launch(xlaunch_bin, ["--num_processes", "1", str(worker), "big"])
     assert r.returncode == 1, r.stderr
     assert "(not read: 5242880 bytes, more than 4 MiB)" in r.stderr, r.stderr
+
+
+def test_a_log_dir_other_users_can_write_is_warned_about(xlaunch_bin, tmp_path):
+    # Without the sticky bit, another user could rename this run's folder and leave a link
+    # in its place: the logs would go where the link points.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    r = launch(xlaunch_bin, ["--nproc_per_node", "1", "--log_dir", str(shared), "--no_python",
+                             "true"])
+    assert r.returncode == 0, r.stderr
+    assert (f"xlaunch: warning: --log_dir {shared}: it has mode 0777 without the sticky bit"
+            in r.stderr), r.stderr
+    shared.chmod(0o1777)  # as /tmp: others cannot rename what is not theirs
+    r = launch(xlaunch_bin, ["--nproc_per_node", "1", "--log_dir", str(shared), "--no_python",
+                             "true"])
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
