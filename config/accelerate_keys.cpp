@@ -240,8 +240,7 @@ void read_section(std::string_view section, const YAML::Node& value, const YAML:
   for (const auto& entry : value) {
     if (!entry.first.IsScalar()) {
       notices.push_back(
-          fmt::format("{}: a key of '{}' that is not a name (a list or a "
-                      "mapping); ignored",
+          fmt::format("{}: a key of '{}' that is not a name (a list or a mapping); ignored",
                       where(origin, entry.first.Mark()), section));
       continue;
     }
@@ -255,8 +254,7 @@ void read_section(std::string_view section, const YAML::Node& value, const YAML:
                      [](unsigned char c) { return std::isalnum(c) || c == '_'; })) {
       // Its variable would be ACCELERATE_<NAME>: "a=b" would set another one.
       notices.push_back(
-          fmt::format("{}: key '{}' is no variable name (letters, digits and _ "
-                      "only); ignored",
+          fmt::format("{}: key '{}' is no variable name (letters, digits and _ only); ignored",
                       where(origin, entry.first.Mark()), shown_key));
       continue;
     }
