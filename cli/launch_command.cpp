@@ -151,6 +151,7 @@ void add_launch_command(CLI::App& app, Action& run, Words words) {
         request.program.args.insert(request.program.args.begin(), {"-u", rest.front()});
         request.program.program = request.program.python;
         request.program.no_python = true;
+        request.program.run_path = true;
       }
       if (flags->dry_run) return dry_run(request);
       return job::launch(request);

@@ -83,7 +83,8 @@ void plan_job(Job& job) {
                        make_run_id(Clock::now(), static_cast<std::uint32_t>(random_bits())),
                        job.request.sources);
   if (auto warning = shared_gpus_warning(job.plan)) say("xlaunch: warning: {}\n", *warning);
-  job.plan.python_program = runs_under_python(job.request.program);
+  // --run_path's interpreter runs a Python file too, whatever its name (--preload applies).
+  job.plan.python_program = runs_under_python(job.request.program) || job.request.program.run_path;
   job.plan.python_ranks = may_run_python(job.request.program, job.settings.python_stacks,
                                          job.plan.argv.front(), read_head(job.plan.argv.front()));
   job.plan.ignored_stop_signals = ignored_stop_signals();  // before any handler is installed

@@ -17,12 +17,10 @@ def _xlaunch_template():
     import fcntl
     import socket
 
-    # The launcher's end of the conversation arrives as stdout; stdout itself becomes
-    # /dev/null before anything (a .pth file, an import) can print.
+    # The launcher's end of the conversation arrives as stdout; stdout itself becomes stderr
+    # (preload.log, or the launcher's log) before anything (a .pth file, an import) prints.
     control = socket.socket(fileno=fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3))
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.close(null)
+    os.dup2(2, 1)
     # Started with -S: the site-packages folders, but not sitecustomize and usercustomize,
     # which each rank runs with its own environment, as its own interpreter would.
     for name in ("sitecustomize", "usercustomize"):
@@ -30,6 +28,9 @@ def _xlaunch_template():
     import site
 
     zero_is_cwd = sys.path[:1] == [""]  # -c's entry, which site.main() makes absolute
+    # What the .pth files and the imports do to the environment, each rank redoes
+    # (_xlaunch_environment): a plain interpreter runs them with the rank's.
+    before = dict(os.environ)
     site.main()
     for name in ("sitecustomize", "usercustomize"):
         del sys.modules[name]
@@ -70,7 +71,6 @@ def _xlaunch_template():
     sys.argv = [plan[1]] + plan[3]
     import importlib
 
-    before = dict(os.environ)
     for name in modules:
         try:
             importlib.import_module(name)
@@ -111,9 +111,18 @@ def _xlaunch_clear_no_site(sys):
 
 def _xlaunch_unsafe(os, sys, control_fd):
     """Why forking from this process would hand ranks something they cannot share; ''."""
-    threads = len(os.listdir("/proc/self/task"))
-    if threads > 1:
-        return "a preloaded module started %d thread(s)" % (threads - 1)
+    threads = os.listdir("/proc/self/task")
+    if len(threads) > 1:
+        return "a preloaded module started %d thread(s)" % (len(threads) - 1)
+    # A process it started would outlive the job: the template is not in the run's cgroup.
+    for task in threads:
+        try:
+            with open("/proc/self/task/%s/children" % task) as listed:
+                children = listed.read().split()
+        except OSError:
+            continue
+        if children:
+            return "a preloaded module started a process (pid %s)" % children[0]
     torch = sys.modules.get("torch")
     cuda = getattr(torch, "cuda", None)
     try:
@@ -360,10 +369,17 @@ def _xlaunch_run(request):
         stream.mode = "w"
         return stream
 
-    sys.stdout = sys.__stdout__ = text(1, sys.__stdout__, False)
-    sys.stderr = sys.__stderr__ = text(2, sys.__stderr__, not unbuffered)
+    # A wrapper a preloaded module put in place (a tee to a log, colorama) stays: it writes
+    # through the template's stream to descriptor 1 or 2, which are now the rank's.
+    plain_out, plain_err = sys.stdout is sys.__stdout__, sys.stderr is sys.__stderr__
+    sys.__stdout__ = text(1, sys.__stdout__, False)
+    sys.__stderr__ = text(2, sys.__stderr__, not unbuffered)
+    if plain_out:
+        sys.stdout = sys.__stdout__
+    if plain_err:
+        sys.stderr = sys.__stderr__
     if os.environ.get("PYTHONFAULTHANDLER"):
-        faulthandler.enable(file=sys.stderr, all_threads=True)
+        faulthandler.enable(file=sys.__stderr__, all_threads=True)
     else:
         faulthandler.disable()
     import site
@@ -386,6 +402,11 @@ def _xlaunch_run(request):
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None and hasattr(numpy_random, "seed"):
         numpy_random.seed()
+    # So does torch its CPU generator (each process its own seed, from the OS).
+    torch = sys.modules.get("torch")
+    generator = getattr(torch, "default_generator", None)
+    if generator is not None and hasattr(generator, "seed"):
+        generator.seed()
     # So does multiprocessing's authentication key (torch imports it).
     multiprocessing = sys.modules.get("multiprocessing")
     if multiprocessing is not None:
@@ -403,9 +424,14 @@ def _xlaunch_run(request):
             runpy._run_module_as_main(target, alter_argv=True)
         else:
             sys.argv = [target] + args
-            path = os.path.abspath(target)
+            # As CPython names the main script: joined to the working folder, not normalised
+            # (3.9 on); as given before that.
+            path = target
+            if sys.version_info >= (3, 9) and not os.path.isabs(target):
+                path = os.path.join(os.getcwd(), target)
+            open_code = getattr(io, "open_code", None) or (lambda name: io.open(name, "rb"))
             try:
-                with io.open_code(path) as source_file:
+                with open_code(path) as source_file:
                     source = source_file.read()
             except OSError as error:  # what `python missing.py` says
                 sys.stderr.write(

@@ -13,6 +13,7 @@ struct ProgramSpec {
   std::vector<std::string> args;   // passed through untouched
   bool module = false;             // -m: run `python -m program`
   bool no_python = false;          // --no_python: run program as is, even a .py
+  bool run_path = false;           // --run_path: program is the interpreter, args "-u FILE ..."
   std::string python = "python3";  // interpreter for .py and -m (--python, XLAUNCH_PYTHON)
 };
 

@@ -12,12 +12,12 @@ import time
 WORKERS = pathlib.Path(__file__).resolve().parent / "workers"
 
 
-def launch(xlaunch_bin, args, env=None, timeout=60, python=None, raw=False):
+def launch(xlaunch_bin, args, env=None, timeout=60, python=None, raw=False, cwd=None):
     """Runs xlaunch launch to completion; returns the CompletedProcess. raw=True keeps the
     output as bytes ('\r' survives; text mode would turn it into '\n')."""
     cmd = [xlaunch_bin, "launch", "--python", python or sys.executable, *args]
     return subprocess.run(cmd, env=merged_env(env), capture_output=True, text=not raw,
-                          timeout=timeout)
+                          timeout=timeout, cwd=cwd)
 
 
 def start(xlaunch_bin, args, env=None, python=None):

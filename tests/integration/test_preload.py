@@ -3,7 +3,9 @@ that imported the modules once. Real torch (Debian's 1.13, CPU, gloo); the same 
 run whole with XLAUNCH_PRELOAD=torch (scripts/test)."""
 import json
 import os
+import pathlib
 import signal
+import subprocess
 import textwrap
 import time
 
@@ -285,3 +287,78 @@ def test_a_sitecustomize_beside_the_script_is_not_run_as_python_would_not(
         assert "registered True" in out, (mode, out)
         assert f"path0 {tmp_path}" in out, (mode, out)
         assert f"site {tmp_path}/sitecustomize.py" not in out, (mode, out)
+
+
+def test_each_rank_and_attempt_gets_its_own_torch_seed(xlaunch_bin, torch_python, tmp_path):
+    # torch seeds its CPU generator from the OS at import: forked ranks must not share it
+    # (dropout, unseeded shuffles and augmentation would be the same on every rank).
+    script = tmp_path / "seed.py"
+    script.write_text(textwrap.dedent("""\
+        import os, sys, torch
+        attempt = os.environ["TORCHELASTIC_RESTART_COUNT"]
+        print("seed", attempt, torch.initial_seed(), torch.rand(1).item(), flush=True)
+        sys.exit(3 if attempt == "0" and os.environ["RANK"] == "0" else 0)
+        """))
+    r = launch(xlaunch_bin, ["--nproc_per_node", "2", "--max_restarts", "1", "--preload",
+                             "torch", str(script)], python=torch_python, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "--preload" not in r.stderr, r.stderr
+    seeds = [line.split()[3] for line in r.stdout.splitlines() if " seed " in line]
+    assert len(seeds) >= 3 and len(set(seeds)) == len(seeds), r.stdout
+
+
+def test_a_module_that_starts_a_process_is_refused(xlaunch_bin, torch_python, tmp_path):
+    # The template is not in the run's cgroup: a process it started would outlive the job.
+    line = _refusal(xlaunch_bin, torch_python, tmp_path,
+                    "import subprocess\nhelper = subprocess.Popen(['sleep', '30'])\n")
+    assert "a preloaded module started a process (pid " in line, line
+
+
+def test_an_import_time_stdout_wrapper_and_pth_environment_reach_each_rank(
+        xlaunch_bin, torch_python, tmp_path):
+    # A .pth file in the user's site folder sets a variable; a module wraps sys.stdout.
+    user_base = tmp_path / "userbase"
+    version = subprocess.run([torch_python, "-c", "import site; print(site.getusersitepackages())"],
+                             env={**os.environ, "PYTHONUSERBASE": str(user_base)},
+                             capture_output=True, text=True, check=True).stdout.strip()
+    site_dir = pathlib.Path(version)
+    site_dir.mkdir(parents=True)
+    (site_dir / "setvar.pth").write_text("import os; os.environ['FROM_PTH'] = 'pth'\n")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "teemod.py").write_text(textwrap.dedent("""\
+        import sys
+        print("teemod configuring itself")  # to preload.log, not lost
+        class Tee:
+            def __init__(self, inner):
+                self.inner = inner
+            def write(self, text):
+                return self.inner.write(text.replace("hello", "HELLO"))
+            def flush(self):
+                self.inner.flush()
+        sys.stdout = Tee(sys.stdout)
+        """))
+    script = tmp_path / "main.py"
+    script.write_text("import os\nprint('hello', os.environ.get('FROM_PTH'), __file__, flush=True)\n")
+    logs = tmp_path / "logs"
+    r = launch(xlaunch_bin, ["--nproc_per_node", "2", "--preload", "teemod", "--log_dir",
+                             str(logs), "./main.py"],
+               env={"PYTHONPATH": str(lib), "PYTHONUSERBASE": str(user_base)},
+               python=torch_python, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "--preload" not in r.stderr, r.stderr
+    # __file__ as CPython names ./main.py: joined to the working folder, not normalised.
+    assert r.stdout.count(f"HELLO pth {tmp_path}/./main.py") == 2, r.stdout
+    (run,) = logs.iterdir()
+    assert "teemod configuring itself" in (run / "preload.log").read_text()
+
+
+def test_run_path_programs_are_preloaded_too(xlaunch_bin, torch_python, tmp_path):
+    # --run_path runs a Python file whatever its name: the template forks it like a .py.
+    program = tmp_path / "train"
+    program.write_text("import os\nprint('template', os.environ.get('XLAUNCH_PRELOAD_TEMPLATE'))\n")
+    r = launch(xlaunch_bin, ["--run_path", "--preload", "json", str(program)],
+               python=torch_python, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "--preload" not in r.stderr, r.stderr
+    assert "[rank0]: template None" not in r.stdout and "[rank0]: template " in r.stdout
