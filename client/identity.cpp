@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <limits>
@@ -104,7 +105,9 @@ Identity parse_identity(const EnvLookup& env) {
       bad_env(
           fmt::format("XLAUNCH_CLIENT_TIMEOUT='{}' is not a positive number of seconds", *text));
     }
-    id.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000 + 0.5));
+    // At least 1 ms: a positive value that rounded to 0 would fail every call at once.
+    id.timeout =
+        std::chrono::milliseconds(std::max(1LL, static_cast<long long>(seconds * 1000 + 0.5)));
   }
   if (std::optional<std::string> ifname = env("GLOO_SOCKET_IFNAME")) {
     // PyTorch accepts a comma-separated list; one device is enough for one context.

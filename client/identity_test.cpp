@@ -129,6 +129,8 @@ TEST_CASE("optional knobs: client timeout and Gloo interface", "[client][env]") 
   Identity id = parse_identity(lookup(vars));
   CHECK(id.timeout == std::optional<std::chrono::milliseconds>(2500));
   CHECK(id.gloo_ifname == std::optional<std::string>("eth1"));
+  vars["XLAUNCH_CLIENT_TIMEOUT"] = "0.0004";  // positive, so at least a millisecond, not 0
+  CHECK(parse_identity(lookup(vars)).timeout == std::optional<std::chrono::milliseconds>(1));
 }
 
 TEST_CASE("errors carry the rank context and the cause", "[client][error]") {

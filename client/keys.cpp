@@ -8,6 +8,14 @@ std::string key_prefix(std::string_view run_id, int restart_count) {
   return fmt::format("xlaunch/client/{}/attempt_{}/", run_id, restart_count);
 }
 
+std::string world_counter_key(std::string_view attempt_prefix, int rank) {
+  return fmt::format("{}worlds/rank_{}", attempt_prefix, rank);
+}
+
+std::string world_prefix(std::string_view attempt_prefix, std::int64_t number) {
+  return fmt::format("{}world_{}/", attempt_prefix, number);
+}
+
 std::string Keys::barrier_arrived(std::uint64_t generation) const {
   return fmt::format("{}barrier/{}/arrived", prefix, generation);
 }

@@ -12,6 +12,13 @@ namespace xlaunch::detail {
 /// "xlaunch/client/<run_id>/attempt_<restart_count>/".
 std::string key_prefix(std::string_view run_id, int restart_count);
 
+/// The counter of Worlds `rank` made in an attempt: "<attempt_prefix>worlds/rank_<rank>".
+std::string world_counter_key(std::string_view attempt_prefix, int rank);
+
+/// The keys of a rank's `number`-th World (1 for the first): "<attempt_prefix>world_<n>/".
+/// Every rank's n-th World meets the others' n-th, as PyTorch's process groups do.
+std::string world_prefix(std::string_view attempt_prefix, std::int64_t number);
+
 /// Key names for each collective step; `generation` counts calls of that kind, which every
 /// rank makes in the same order.
 struct Keys {

@@ -12,6 +12,10 @@ using namespace xlaunch::detail;
 TEST_CASE("library keys live under one prefix per run and attempt", "[client][keys]") {
   CHECK(key_prefix("job7", 0) == "xlaunch/client/job7/attempt_0/");
   CHECK(key_prefix("job7", 3) == "xlaunch/client/job7/attempt_3/");
+  CHECK(world_counter_key("xlaunch/client/job7/attempt_3/", 2) ==
+        "xlaunch/client/job7/attempt_3/worlds/rank_2");
+  CHECK(world_prefix("xlaunch/client/job7/attempt_3/", 2) ==
+        "xlaunch/client/job7/attempt_3/world_2/");
   Keys keys{key_prefix("job7", 1)};
   std::set<std::string> all;
   for (std::uint64_t g = 0; g < 3; ++g) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "client/world_state.hpp"
+#include "rendezvous/wire_codec.hpp"
 
 namespace xlaunch {
 
@@ -12,31 +13,62 @@ Error::Error(ErrorKind kind, int rank, const std::string& message, std::string c
 
 // ---- Store
 
+namespace {
+
+// The launcher's store closes a connection whose request is over its limits (a SET has no
+// reply, so the caller would learn of it only at its next call, on a connection that is then
+// gone): such a request is refused here, and the World stays usable.
+constexpr std::size_t kMaxKeyBytes = rendezvous::CodecLimits{}.max_key_bytes;
+constexpr std::size_t kMaxValueBytes = rendezvous::CodecLimits{}.max_value_bytes;
+
+void check_sizes(const detail::WorldState& state, std::string_view operation, std::string_view key,
+                 std::string_view value = {}) {
+  if (key.size() > kMaxKeyBytes) {
+    throw state.error(ErrorKind::invalid_argument, operation,
+                      fmt::format("a key of {} bytes; the store takes keys of up to {}", key.size(),
+                                  kMaxKeyBytes));
+  }
+  if (value.size() > kMaxValueBytes) {
+    throw state.error(ErrorKind::invalid_argument, operation,
+                      fmt::format("a value of {} bytes; the store takes values of up to {}",
+                                  value.size(), kMaxValueBytes),
+                      "keep large data out of the store (a file every rank can read)");
+  }
+}
+
+}  // namespace
+
 void Store::set(std::string_view key, std::string_view value) {
+  check_sizes(*state_, "store.set", key, value);
   state_->store_call("store.set", [&] { state_->client.set(key, value); });
 }
 
 std::string Store::get(std::string_view key) { return get(key, timeout()); }
 
 std::string Store::get(std::string_view key, std::chrono::milliseconds timeout) {
+  check_sizes(*state_, "store.get", key);
   return state_->store_call("store.get", [&] { return state_->client.get(key, timeout); });
 }
 
 std::int64_t Store::add(std::string_view key, std::int64_t delta) {
+  check_sizes(*state_, "store.add", key);
   return state_->store_call("store.add", [&] { return state_->client.add(key, delta); });
 }
 
 void Store::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  for (const std::string& key : keys) check_sizes(*state_, "store.wait", key);
   state_->store_call("store.wait", [&] { state_->client.wait(keys, timeout); });
 }
 
 void Store::wait(const std::vector<std::string>& keys) { wait(keys, timeout()); }
 
 bool Store::check(const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) check_sizes(*state_, "store.check", key);
   return state_->store_call("store.check", [&] { return state_->client.check(keys); });
 }
 
 bool Store::remove(std::string_view key) {
+  check_sizes(*state_, "store.remove", key);
   return state_->store_call("store.remove", [&] { return state_->client.remove(key); });
 }
 
@@ -118,8 +150,12 @@ World connect_world(Identity id, const WorldOptions& options) {
   client_options.timeout = effective.timeout;
   try {
     rendezvous::StoreClient client = rendezvous::StoreClient::connect(client_options);
-    return WorldAccess::make(
-        std::make_unique<WorldState>(std::move(id), effective, std::move(client)));
+    // The n-th World a rank makes in this attempt meets the other ranks' n-th: its barriers
+    // and ids must not find the keys an earlier World left (`sh -c './prep && ./train'`).
+    const std::string attempt = key_prefix(id.run_id, id.restart_count);
+    const std::int64_t number = client.add(world_counter_key(attempt, id.rank), 1);
+    return WorldAccess::make(std::make_unique<WorldState>(
+        std::move(id), effective, std::move(client), world_prefix(attempt, number)));
   } catch (const rendezvous::StoreError& e) {
     throw make_error(ErrorKind::store, &id, "World::from_env", e.what(),
                      "MASTER_ADDR:MASTER_PORT must be the launcher's store; is it running?");

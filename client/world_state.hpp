@@ -28,11 +28,9 @@ struct WorldState {
   std::uint64_t nccl_comms = 0;
   std::uint64_t gloo_contexts = 0;
 
-  WorldState(Identity identity, WorldOptions opts, rendezvous::StoreClient store)
-      : id(std::move(identity)),
-        options(opts),
-        keys{key_prefix(id.run_id, id.restart_count)},
-        client(std::move(store)) {}
+  WorldState(Identity identity, WorldOptions opts, rendezvous::StoreClient store,
+             std::string prefix)
+      : id(std::move(identity)), options(opts), keys{std::move(prefix)}, client(std::move(store)) {}
 
   /// An Error with this rank's context.
   Error error(ErrorKind kind, std::string_view operation, std::string cause,

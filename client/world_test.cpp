@@ -88,7 +88,7 @@ TEST_CASE("a world knows its identity and key prefix", "[client][world]") {
   CHECK(w.node_rank() == 0);
   CHECK(w.cuda_device() == 0);
   CHECK(w.run_id() == "unit");
-  CHECK(w.key_prefix() == "xlaunch/client/unit/attempt_0/");
+  CHECK(w.key_prefix() == "xlaunch/client/unit/attempt_0/world_1/");
   World moved = std::move(w);
   CHECK(moved.rank() == 0);
   moved.store().set("k", "v");
@@ -145,8 +145,59 @@ TEST_CASE("barriers can be called repeatedly and really wait", "[client][barrier
   }));
   CHECK_FALSE(early.load());
   CHECK(arrivals.load() == kSize * kRounds);
-  // Old barrier keys are cleaned up: only the last barrier's two keys stay.
-  CHECK(job.server.num_keys() <= 2);
+  // Old barrier keys are cleaned up: only the last barrier's two keys stay, beside each
+  // rank's count of its Worlds.
+  CHECK(job.server.num_keys() <= 2 + kSize);
+}
+
+TEST_CASE("a request over the store's limits is refused at once; the World stays usable",
+          "[client][store]") {
+  Job job;
+  World w = job.world(0, 1);
+  const std::string long_key(65537, 'k');
+  try {
+    w.store().set(long_key, "v");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::invalid_argument);
+    CHECK_THAT(e.cause(), Catch::Contains("a key of 65537 bytes; the store takes keys of up to"));
+  }
+  CHECK_THROWS_AS(w.store().check({long_key}), Error);
+  w.store().set("k", "v");  // the connection is still there
+  CHECK(w.store().get("k") == "v");
+  w.barrier();
+}
+
+TEST_CASE("a wait with the longest timeout waits, not times out at once", "[client][store]") {
+  // now() + milliseconds::max() wrapped into the past.
+  Job job;
+  World w = job.world(0, 1);
+  std::thread later([&] {
+    std::this_thread::sleep_for(200ms);
+    World other = job.world(0, 1);
+    other.store().set("late", "1");
+  });
+  CHECK_NOTHROW(w.store().wait({"late"}, std::chrono::milliseconds::max()));
+  later.join();
+}
+
+TEST_CASE("a second World of the same ranks does not meet the first one's keys",
+          "[client][barrier]") {
+  // `sh -c './prep && ./train'`: the same ranks make a World twice in one attempt.
+  Job job;
+  constexpr int kSize = 3;
+  require_all_ok(job.run(kSize, [](World& w) { w.barrier(); }));
+  std::atomic<int> arrivals{0};
+  std::atomic<bool> early{false};
+  require_all_ok(job.run(kSize, [&](World& w) {
+    CHECK(w.key_prefix() == "xlaunch/client/unit/attempt_0/world_2/");
+    // Rank 2 comes late: the others must wait for it, not pass on the first World's keys.
+    if (w.rank() == 2) std::this_thread::sleep_for(300ms);
+    arrivals.fetch_add(1);
+    w.barrier();
+    if (arrivals.load() < kSize) early = true;
+  }));
+  CHECK_FALSE(early.load());
 }
 
 TEST_CASE("a barrier that a rank never reaches times out saying how many came",

@@ -22,10 +22,17 @@ constexpr milliseconds kMaxBackoff{1000};
 // How long a timed-out wait gives the server to acknowledge CANCEL_WAIT.
 constexpr milliseconds kCancelGrace{5000};
 
+// A key in a message: the start of a long one (a message must not grow with the key).
+std::string shown_key(std::string_view key) {
+  constexpr std::size_t kShown = 200;
+  if (key.size() <= kShown) return std::string(key);
+  return fmt::format("{}... ({} bytes)", key.substr(0, kShown), key.size());
+}
+
 std::string quoted_keys(const std::vector<std::string>& keys) {
   std::string out = "[";
   for (std::size_t i = 0; i < keys.size() && i < 4; ++i) {
-    out += fmt::format("{}\"{}\"", i ? ", " : "", keys[i]);
+    out += fmt::format("{}\"{}\"", i ? ", " : "", shown_key(keys[i]));
   }
   if (keys.size() > 4) out += fmt::format(", ... ({} keys)", keys.size());
   return out + "]";
@@ -70,7 +77,12 @@ struct StoreClient::Impl {
     }
   }
 
-  Clock::time_point deadline(milliseconds t) const { return Clock::now() + t; }
+  // Saturating: a huge timeout (INT64_MAX ms, "wait for ever") must not wrap into the past.
+  Clock::time_point deadline(milliseconds t) const {
+    const Clock::time_point now = Clock::now();
+    const auto room = std::chrono::duration_cast<milliseconds>(Clock::time_point::max() - now);
+    return t >= room ? Clock::time_point::max() : now + t;
+  }
 
   // Encodes and sends one request (the caller then reads its reply).
   void send(const std::string& what, const Request& r, Clock::time_point dl) {
@@ -174,7 +186,7 @@ StoreClient::~StoreClient() = default;
 const ClientOptions& StoreClient::options() const { return impl_->options; }
 
 void StoreClient::set(std::string_view key, std::string_view value) {
-  std::string what = fmt::format("set \"{}\"", key);
+  std::string what = fmt::format("set \"{}\"", shown_key(key));
   Request r = request(Op::Set, key, value);
   impl_->send(what, r, impl_->deadline(impl_->options.timeout));
 }
@@ -183,7 +195,7 @@ std::string StoreClient::get(std::string_view key) { return get(key, impl_->opti
 
 std::string StoreClient::get(std::string_view key, std::chrono::milliseconds timeout) {
   wait({std::string(key)}, timeout);
-  std::string what = fmt::format("get \"{}\"", key);
+  std::string what = fmt::format("get \"{}\"", shown_key(key));
   Request r = request(Op::Get, key);
   auto dl = impl_->deadline(impl_->options.timeout);
   impl_->send(what, r, dl);
@@ -191,17 +203,28 @@ std::string StoreClient::get(std::string_view key, std::chrono::milliseconds tim
 }
 
 std::int64_t StoreClient::add(std::string_view key, std::int64_t delta) {
-  std::string what = fmt::format("add \"{}\" {}", key, delta);
+  std::string what = fmt::format("add \"{}\" {}", shown_key(key), delta);
   Request r = request(Op::Add, key);
   r.delta = delta;
   auto dl = impl_->deadline(impl_->options.timeout);
   impl_->send(what, r, dl);
-  return impl_->read_i64(what, dl);
+  try {
+    return impl_->read_i64(what, dl);
+  } catch (const StoreTimeout&) {
+    throw;
+  } catch (const StoreError& e) {
+    // The store answers a bad ADD by closing the connection (as PyTorch's does): say the
+    // likely reason, rather than only that the connection went.
+    throw StoreError(
+        fmt::format("{} (a store closes the connection of an ADD to a key that "
+                    "holds something other than a 64-bit integer)",
+                    e.what()));
+  }
 }
 
 std::string StoreClient::compare_set(std::string_view key, std::string_view expected,
                                      std::string_view desired) {
-  std::string what = fmt::format("compare_set \"{}\"", key);
+  std::string what = fmt::format("compare_set \"{}\"", shown_key(key));
   Request r = request(Op::CompareSet, key, desired);
   r.expected = expected;
   auto dl = impl_->deadline(impl_->options.timeout);
@@ -247,7 +270,7 @@ bool StoreClient::check(const std::vector<std::string>& keys) {
 }
 
 bool StoreClient::remove(std::string_view key) {
-  std::string what = fmt::format("delete \"{}\"", key);
+  std::string what = fmt::format("delete \"{}\"", shown_key(key));
   Request r = request(Op::DeleteKey, key);
   auto dl = impl_->deadline(impl_->options.timeout);
   impl_->send(what, r, dl);
@@ -285,7 +308,7 @@ void StoreClient::multi_set(const std::vector<std::pair<std::string, std::string
 }
 
 void StoreClient::append(std::string_view key, std::string_view value) {
-  std::string what = fmt::format("append \"{}\"", key);
+  std::string what = fmt::format("append \"{}\"", shown_key(key));
   Request r = request(Op::Append, key, value);
   impl_->send(what, r, impl_->deadline(impl_->options.timeout));
 }

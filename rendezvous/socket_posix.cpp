@@ -62,7 +62,9 @@ IoStatus Socket::wait_for(short events, Clock::time_point deadline) {
     pollfd p{fd_, events, 0};
     int rc = ::poll(&p, 1, millis_until(deadline));
     if (rc > 0) return {};
-    if (rc == 0) return {IoStatus::Timeout};
+    // One poll waits 2^30 ms at most: a longer deadline (12 days and more) polls again.
+    if (rc == 0 && Clock::now() >= deadline) return {IoStatus::Timeout};
+    if (rc == 0) continue;
     if (errno != EINTR) return {IoStatus::Error, errno};
   }
 }
