@@ -71,6 +71,10 @@ struct ServerCore {
   bool flush(Connection& c);
   bool account_buffered(Connection& c);
   bool account_queued(Connection& c);
+  /// The same from within a request of `self`, which serve() checks once it is handled:
+  /// closes the others that hold the most unsent output.
+  void account_queued_others(ConnId self);
+  void close_for_output(const PendingBudget::Holder& most);
   void close(Connection& c, const std::string& reason);
   void deliver(const Effects& fx, ConnId self);
   void update_counters();

@@ -276,6 +276,29 @@ TEST_CASE("a watcher that never reads its notifications is closed, alone", "[ser
   CHECK(f.server.num_connections() == 1);
 }
 
+TEST_CASE("many watchers that do not read stay within max_buffered_bytes together", "[server]") {
+  // Each watcher alone stays under its own bound; together they would hold watchers x (old +
+  // new value) for every overwrite.
+  ServerOptions o;
+  o.limits.max_buffered_bytes = 8 * 1024 * 1024;
+  Fixture f(o);
+  StoreClient c = f.client();
+  std::vector<std::unique_ptr<Raw>> watchers;
+  for (int i = 0; i < 24; ++i) {
+    watchers.push_back(std::make_unique<Raw>(f.server.port()));
+    watchers.back()->send(req(Dialect::D0, Op::WatchKey, "/w"));
+    REQUIRE(watchers.back()->recv(1).size() == 1);  // the acknowledgement
+  }
+  const std::string value(1 << 20, 'w');
+  for (int i = 0; i < 4; ++i) c.set("/w", value + std::to_string(i));
+  CHECK(c.add("/n", 1) == 1);  // the setter is served
+  // One message (old and new value) over the budget at most, not 24 x 4 of them.
+  CHECK(f.server.unsent_bytes() <= o.limits.max_buffered_bytes + 2 * value.size() + 64);
+  int closed = 0;
+  for (auto& w : watchers) closed += drained_then_closed(*w) ? 1 : 0;
+  CHECK(closed >= 1);
+}
+
 TEST_CASE("past max_buffered_bytes of unsent replies the largest holder is closed, only it",
           "[server]") {
   ServerOptions o;

@@ -222,18 +222,30 @@ bool ServerCore::account_queued(Connection& c) {
   bool c_open = true;
   while (queued.exceeded()) {
     PendingBudget::Holder most = *queued.largest();
-    std::string reason;
-    if (over_output_cap++ % 1000 == 0) {
-      reason = fmt::format(
-          "{} bytes of replies wait for it to read them, the most of any connection, while "
-          "all connections together have {} unsent, over max_buffered_bytes ({}); closures "
-          "for this limit so far: {}, logged every 1000th",
-          most.bytes, queued.total(), queued.cap(), over_output_cap);
-    }
     if (most.conn == c.id) c_open = false;
-    close(conns.at(most.conn), reason);
+    close_for_output(most);
   }
   return c_open;
+}
+
+void ServerCore::account_queued_others(ConnId self) {
+  while (queued.exceeded()) {
+    PendingBudget::Holder most = *queued.largest();
+    if (most.conn == self) return;
+    close_for_output(most);
+  }
+}
+
+void ServerCore::close_for_output(const PendingBudget::Holder& most) {
+  std::string reason;
+  if (over_output_cap++ % 1000 == 0) {
+    reason = fmt::format(
+        "{} bytes of replies wait for it to read them, the most of any connection, while all "
+        "connections together have {} unsent, over max_buffered_bytes ({}); closures for this "
+        "limit so far: {}, logged every 1000th",
+        most.bytes, queued.total(), queued.cap(), over_output_cap);
+  }
+  close(conns.at(most.conn), reason);
 }
 
 // Writes what the socket takes now; the ready set reports when it takes more.

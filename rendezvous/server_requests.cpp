@@ -57,8 +57,10 @@ void ServerCore::deliver(const Effects& fx, ConnId self) {
                                  watcher.unsent()));
       continue;
     }
-    watcher.out += bytes;
-    if (id != self) flush(watcher);
+    watcher.out += *bytes;
+    // Within the budget of unsent output of all connections, as replies are: a large value
+    // set under many watchers that do not read must not grow the store without bound.
+    if (id != self && flush(watcher)) account_queued_others(self);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,7 +29,9 @@ struct Effects {
   /// Parked WAITs that are now satisfied: send each of them one STOP_WAITING byte.
   std::vector<ConnId> woken;
   /// WATCH_KEY pushes (1.13): bytes to append to that connection's output.
-  std::vector<std::pair<ConnId, std::string>> notifications;
+  /// One message per change, shared by every watcher of the key: a large value is not
+  /// copied once per watcher before it is sent.
+  std::vector<std::pair<ConnId, std::shared_ptr<const std::string>>> notifications;
 };
 
 /// What one client may make the state hold or send at once.

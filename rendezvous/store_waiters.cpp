@@ -10,15 +10,14 @@ namespace xlaunch::rendezvous {
 void StoreState::notify(std::string_view key, std::uint8_t kind, std::string_view old_value,
                         std::string_view new_value, Effects& fx) {
   auto it = watchers_.find(key);
-  if (it == watchers_.end()) return;
-  for (ConnId conn : it->second) {
-    std::string msg;
-    put_u8(msg, kind);
-    put_bytes(msg, key);
-    put_bytes(msg, old_value);
-    put_bytes(msg, new_value);
-    fx.notifications.emplace_back(conn, std::move(msg));
-  }
+  if (it == watchers_.end() || it->second.empty()) return;
+  auto msg = std::make_shared<std::string>();
+  put_u8(*msg, kind);
+  put_bytes(*msg, key);
+  put_bytes(*msg, old_value);
+  put_bytes(*msg, new_value);
+  const std::shared_ptr<const std::string> shared = std::move(msg);
+  for (ConnId conn : it->second) fx.notifications.emplace_back(conn, shared);
 }
 
 void StoreState::wake_all(std::string_view key, Effects& fx) {

@@ -74,7 +74,7 @@ class Wire {
       }
       buf.erase(0, res.size);
       for (ConnId w : fx.woken) pushed_[w] += std::string(1, '\0');
-      for (auto& [c, bytes] : fx.notifications) pushed_[c] += bytes;
+      for (auto& [c, bytes] : fx.notifications) pushed_[c] += *bytes;
     }
     return hex(reply + take_pushed(conn));
   }
