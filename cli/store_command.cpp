@@ -46,7 +46,7 @@ constexpr std::array kLimitFlags{
 
 struct StoreFlags {
   std::string host = "127.0.0.1";
-  long long port = 0;
+  std::string port = "0";  // text too, so that 99999999999999999999 is named as typed
   std::string legacy_dialect = "1.13";
   // As given, else the defaults. Text, so that a bad value is reported as typed (CLI11
   // would quietly saturate one too large for a long long).
@@ -99,7 +99,9 @@ void add_store_command(CLI::App& app, Action& run) {
       ->add_option("--host", f->host,
                    "Address to bind; '::' = every interface (no authentication: keep it private)")
       ->capture_default_str();
-  serve->add_option("--port", f->port, "TCP port; 0 picks a free one")->capture_default_str();
+  serve->add_option("--port", f->port, "TCP port; 0 picks a free one")
+      ->capture_default_str()
+      ->type_name("INT");
   serve
       ->add_option("--legacy_dialect", f->legacy_dialect,
                    "How to read codes 7/8 from clients without a handshake: 1.13 or 2.1")
@@ -112,13 +114,16 @@ void add_store_command(CLI::App& app, Action& run) {
         ->type_name("INT");
   }
   serve->callback([&run, f] {
-    if (f->port < 0 || f->port > 65535) {
+    unsigned port = 0;
+    const char* end = f->port.data() + f->port.size();
+    const auto [stop, error] = std::from_chars(f->port.data(), end, port);
+    if (f->port.empty() || error != std::errc() || stop != end || port > 65535) {
       throw UsageError(fmt::format("--port {}: not a TCP port", f->port),
                        "use 0..65535 (0 = any free port)");
     }
     rendezvous::ServerOptions options = to_options(*f);
-    run = [f, options] {
-      return rendezvous::serve_until_signal(f->host, static_cast<std::uint16_t>(f->port), options);
+    run = [f, options, port] {
+      return rendezvous::serve_until_signal(f->host, static_cast<std::uint16_t>(port), options);
     };
   });
 }

@@ -24,6 +24,9 @@ long long parse_integer(const char* name, const std::string& text, long long min
   long long value = 0;
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec == std::errc::result_out_of_range && ptr == end) {
+    bad_env(fmt::format("{}={} is out of range [{}, {}]", name, text, min, max));
+  }
   if (text.empty() || ec != std::errc() || ptr != end) {
     bad_env(fmt::format("{}='{}' is not an integer", name, text));
   }

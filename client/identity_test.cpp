@@ -98,6 +98,8 @@ TEST_CASE("malformed and inconsistent values name the variable and value", "[cli
   CHECK_THAT(failure(with("RANK", "")), Catch::Contains("RANK=''"));
   CHECK_THAT(failure(with("RANK", "8")), Catch::Contains("RANK=8 is not below WORLD_SIZE=8"));
   CHECK_THAT(failure(with("WORLD_SIZE", "0")), Catch::Contains("WORLD_SIZE=0 is out of range"));
+  CHECK_THAT(failure(with("RANK", "99999999999999999999")),
+             Catch::Contains("RANK=99999999999999999999 is out of range"));
   CHECK_THAT(failure(with("LOCAL_RANK", "4")),
              Catch::Contains("LOCAL_RANK=4 is not below LOCAL_WORLD_SIZE=4"));
   CHECK_THAT(failure(with("LOCAL_WORLD_SIZE", "9")),

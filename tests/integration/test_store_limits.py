@@ -110,3 +110,9 @@ def test_limit_flag_range_ends_are_accepted(xlaunch_bin, flag):
     for value in ("1", str(LIMIT_FLAGS[flag])):
         with serve(xlaunch_bin, flag, value) as (proc, port):
             assert proc.poll() is None
+
+
+@pytest.mark.parametrize("value", ["-1", "65536", "99999999999999999999", "1.5", "port"])
+def test_a_port_that_is_no_tcp_port_is_named_as_typed(xlaunch_bin, value):
+    stderr = _serve_rejected(xlaunch_bin, "--port", value)
+    assert f"xlaunch: error: --port {value}: not a TCP port" in stderr, stderr
