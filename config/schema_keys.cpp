@@ -156,19 +156,8 @@ void add_accelerate_job_keys(std::vector<KeySpec>& keys) {
                           [](std::string_view t) { return one_of(t, {"LOCAL_MACHINE"}); }));
   keys.push_back(distributed_type_key());
   keys.push_back(mixed_precision_key());
-  KeySpec processes = int_key("num_processes", &Settings::num_processes, 1, 1 << 20,
-                              "an integer >= 1", "processes in total, across all machines");
-  // -1 is ClusterConfig's default, which accelerate writes for "not given": a file that says
-  // it takes the count from the command line, as accelerate does.
-  processes.parse = [counted = processes.parse](std::string_view text, Settings& into,
-                                                std::string& notice) {
-    if (trim(text) != "-1") return counted(text, into, notice);
-    notice =
-        "num_processes -1 is accelerate's 'not given': the count comes from --num_processes "
-        "or --nproc_per_node, as if the file gave none";
-    return true;
-  };
-  keys.push_back(std::move(processes));
+  keys.push_back(int_key("num_processes", &Settings::num_processes, 1, 1 << 20, "an integer >= 1",
+                         "processes in total, across all machines"));
   keys.push_back(num_machines_key());
 }
 

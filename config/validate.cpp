@@ -7,6 +7,7 @@
 
 #include "config/accelerate_keys.hpp"
 #include "config/schema.hpp"
+#include "config/text.hpp"
 #include "config/usage_error.hpp"
 
 namespace xlaunch::config {
@@ -111,6 +112,15 @@ void read_schema_key(Reading& r, const KeySpec& spec, const std::string& key,
     text = joined_scalars(value);
   }
   if (text && text->empty()) return;
+  // -1 is accelerate's ClusterConfig default, which it writes for "not given": in a file
+  // (not a flag or a variable) it leaves the count to the command line, as in accelerate.
+  if (key == "num_processes" && text && trim(*text) == "-1") {
+    r.out.notices.push_back(
+        fmt::format("{}: num_processes -1 is accelerate's 'not given': the count comes from "
+                    "--num_processes or --nproc_per_node, as if the file gave none",
+                    where(r.origin, value_mark)));
+    return;
+  }
   // An unquoted 010 is 8 to accelerate's PyYAML (YAML 1.1 octal) and 10 to xlaunch's
   // yaml-cpp: a number the two would launch differently is refused, not guessed.
   if (text && value.IsScalar() && value.Tag() == "?" && yaml11_octal(*text)) {

@@ -247,3 +247,11 @@ TEST_CASE("numbers PyYAML would read otherwise are refused or written quoted", "
   CHECK(contains(text, "num_machines: '1:4'"));
   CHECK(load_config_text(text, "f.yaml").settings.max_machines == 4);
 }
+
+TEST_CASE("num_processes -1 in a file is accelerate's 'not given'", "[validate]") {
+  const LoadedConfig loaded = load_config_text("num_processes: -1\n", "f.yaml");
+  CHECK_FALSE(loaded.settings.num_processes);
+  REQUIRE(loaded.notices.size() == 1);
+  CHECK(contains(loaded.notices[0], "f.yaml:1:16: num_processes -1 is accelerate's 'not given'"));
+  CHECK(contains(error_of("num_processes: -2\n"), "key 'num_processes': bad value '-2'"));
+}
