@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "config/regular_file.hpp"
+
 namespace xlaunch::config {
 namespace {
 
@@ -43,14 +45,6 @@ mode_t current_umask() {
   return static_cast<mode_t>(std::strtoul(line + 7, nullptr, 8) & 0777);
 }
 
-const char* kind_of(mode_t mode) {
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a plain file";
-}
-
 }  // namespace
 
 void atomic_write(const std::string& path, std::string_view content) {
@@ -71,8 +65,8 @@ void atomic_write(const std::string& path, std::string_view content) {
       mode = existing.st_mode & 0777;
     } else if (!S_ISLNK(existing.st_mode)) {
       // Renamed over, a FIFO or a device node (/dev/null, as root) would be replaced.
-      fail(EINVAL,
-           "cannot write " + path + ": it is " + kind_of(existing.st_mode) + ", not a plain file");
+      fail(EINVAL, "cannot write " + path + ": it is " + file_kind(existing.st_mode) +
+                       ", not a plain file");
     }
   }
 

@@ -24,6 +24,12 @@ RegularFile read_regular_file(const std::string& path, std::size_t max_bytes);
 /// FIFO or `<(process substitution)` waits for its writer), and never beyond `max_bytes`: a
 /// device that never ends (/dev/zero) is TooLarge, not a process that grows until it dies.
 RegularFile read_bounded_stream(const std::string& path, std::size_t max_bytes);
+/// What a file of stat(2) mode `mode` is, for messages: "a folder", "a FIFO", "a character
+/// device", "a block device", "a socket", else "not a plain file".
+const char* file_kind(unsigned mode);
+/// file_kind of what `path` names (a link is followed) when that exists and is not a regular
+/// file; nullopt for a regular file or nothing at all.
+std::optional<std::string> non_regular_kind(const std::string& path);
 /// The content alone: nullopt for anything but a regular file of at most `max_bytes`.
 std::optional<std::string> read_regular_text(const std::string& path, std::size_t max_bytes);
 

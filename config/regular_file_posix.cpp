@@ -7,9 +7,8 @@
 #include "config/regular_file.hpp"
 
 namespace xlaunch::config {
-namespace {
 
-const char* kind_of(mode_t mode) {
+const char* file_kind(unsigned mode) {
   if (S_ISDIR(mode)) return "a folder";
   if (S_ISFIFO(mode)) return "a FIFO";
   if (S_ISCHR(mode)) return "a character device";
@@ -17,6 +16,14 @@ const char* kind_of(mode_t mode) {
   if (S_ISSOCK(mode)) return "a socket";
   return "not a plain file";
 }
+
+std::optional<std::string> non_regular_kind(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return std::nullopt;
+  return file_kind(st.st_mode);
+}
+
+namespace {
 
 RegularFile unreadable(int error) {
   RegularFile out;
@@ -37,7 +44,7 @@ RegularFile read_regular_file(const std::string& path, std::size_t max_bytes) {
     out = unreadable(errno);
   } else if (!S_ISREG(st.st_mode)) {
     out.status = RegularFile::Status::NotRegular;
-    out.kind = kind_of(st.st_mode);
+    out.kind = file_kind(st.st_mode);
   } else if (static_cast<std::uintmax_t>(st.st_size) > max_bytes) {
     out.status = RegularFile::Status::TooLarge;
     out.size = static_cast<std::uintmax_t>(st.st_size);
@@ -71,7 +78,7 @@ RegularFile read_bounded_stream(const std::string& path, std::size_t max_bytes) 
     out = unreadable(errno);
   } else if (S_ISDIR(st.st_mode)) {
     out.status = RegularFile::Status::NotRegular;
-    out.kind = kind_of(st.st_mode);
+    out.kind = file_kind(st.st_mode);
   } else {
     out.status = RegularFile::Status::Ok;
     char buffer[16384];

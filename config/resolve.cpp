@@ -7,6 +7,7 @@
 #include "config/accelerate_env.hpp"
 #include "config/env_settings.hpp"
 #include "config/paths.hpp"
+#include "config/regular_file.hpp"
 #include "config/schema.hpp"
 #include "config/usage_error.hpp"
 #include "config/yaml_io.hpp"
@@ -28,16 +29,10 @@ void reject_directory(const std::string& path, std::string_view source) {
 // FIFO left there would wait for a writer that never comes, silently, at every launch. Only
 // --config_file takes a stream (a pipe from <(...)).
 void reject_not_plain(const std::string& path, std::string_view source) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec || std::filesystem::is_regular_file(status)) return;
+  const std::optional<std::string> kind = non_regular_kind(path);
+  if (!kind) return;
   throw UsageError(
-      fmt::format("config file {} is not a plain file ({}: {})", path, source,
-                  std::filesystem::is_fifo(status)             ? "a FIFO"
-                  : std::filesystem::is_character_file(status) ? "a character device"
-                  : std::filesystem::is_block_file(status)     ? "a block device"
-                  : std::filesystem::is_socket(status)         ? "a socket"
-                                                               : "not a file"),
+      fmt::format("config file {} is not a plain file ({}: {})", path, source, *kind),
       "remove it and write one with 'xlaunch config', or give a file with --config_file");
 }
 
