@@ -117,6 +117,15 @@ void check_endpoint_port(const Settings& s, int machines, const std::string& nam
                                                                 : "[" + endpoint->host + "]"));
 }
 
+UsageError count_contradiction(int total, std::string_view per_machine, int machines, int counted,
+                               std::string_view where) {
+  return UsageError(
+      fmt::format("num_processes {} and nproc_per_node {} contradict each other{}: {} "
+                  "machine(s) of {} processes is {}",
+                  total, per_machine, where, machines, counted, counted * machines),
+      "give one of them: --num_processes counts the whole job, --nproc_per_node one machine");
+}
+
 void apply_launch_rules(Resolved& r, const IsLocalHost& is_local) {
   Settings& s = r.settings;
   std::vector<std::string> problems;
@@ -126,13 +135,8 @@ void apply_launch_rules(Resolved& r, const IsLocalHost& is_local) {
     const Origin per = origin_of(r, "nproc_per_node");
     const int machines = s.num_machines.value_or(1);
     if (total == per && s.nproc_per_node && *s.nproc_per_node * machines != *s.num_processes) {
-      throw UsageError(
-          fmt::format("num_processes {} and nproc_per_node {} contradict each other ({}): {} "
-                      "machine(s) of {} processes is {}",
-                      *s.num_processes, *s.nproc_per_node, from(r, "num_processes"), machines,
-                      *s.nproc_per_node, *s.nproc_per_node * machines),
-          "give one of them: --num_processes counts the whole job, --nproc_per_node one "
-          "machine");
+      throw count_contradiction(*s.num_processes, std::to_string(*s.nproc_per_node), machines,
+                                *s.nproc_per_node, fmt::format(" ({})", from(r, "num_processes")));
     } else if (total > per) {
       s.nproc_per_node = std::nullopt;
       s.nproc_per_node_device = std::nullopt;

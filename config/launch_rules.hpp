@@ -5,9 +5,11 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/resolve.hpp"
+#include "config/usage_error.hpp"
 
 namespace xlaunch::config {
 
@@ -33,6 +35,12 @@ void apply_launch_rules(Resolved& resolved, const IsLocalHost& is_local);
 /// came from (--rdzv_endpoint, PET_RDZV_ENDPOINT). apply_launch_rules calls it; the launch
 /// again once a cluster manager's machine count is known.
 void check_endpoint_port(const Settings& s, int machines, const std::string& name);
+
+/// The error for a total and a per-machine count that disagree: `per_machine` as given
+/// ("3", "cpu"), `counted` what it is here, `where` " (the source)" or "". The launch rules
+/// raise it for numbers; the plan for cpu/gpu/auto, once counted.
+UsageError count_contradiction(int total, std::string_view per_machine, int machines, int counted,
+                               std::string_view where);
 
 /// The real host: loopback names, this machine's host name and interface addresses.
 bool is_local_host(const std::string& host);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <thread>
 
+#include "config/launch_rules.hpp"
 #include "config/module_list.hpp"
 #include "config/schema.hpp"
 #include "config/torchrun_values.hpp"
@@ -101,13 +102,8 @@ int local_workers(const config::Settings& s, const std::vector<std::string>& sel
     // The checks a number meets in the launch rules, now that the count is known. (Both
     // keys are left only when one source gave both: the rules drop the weaker.)
     if (s.num_processes && *s.num_processes != local * num_machines) {
-      throw UsageError(
-          fmt::format("num_processes {} and nproc_per_node {} contradict each other{}: {} "
-                      "machine(s) of {} processes is {}",
-                      *s.num_processes, *s.nproc_per_node_device, from(sources, "num_processes"),
-                      num_machines, local, local * num_machines),
-          "give one of them: --num_processes counts the whole job, --nproc_per_node one "
-          "machine");
+      throw config::count_contradiction(*s.num_processes, *s.nproc_per_node_device, num_machines,
+                                        local, from(sources, "num_processes"));
     }
     if (s.distributed_type == DistributedType::No && local > 1) {
       throw UsageError(
