@@ -109,9 +109,45 @@ def _xlaunch_clear_no_site(sys):
     return sys.flags.no_site == 0
 
 
+def _xlaunch_settle(os):
+    """The template's threads after one throwaway fork. A library may stop its idle pool in a
+    pthread_atfork handler and start it again when next used: OpenBLAS does, and numpy's
+    wheels start its pool (a thread per CPU) at import. Once those threads are gone, forking
+    the ranks is as safe as from a process that never had them."""
+    import signal
+    import time
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 3.12's DeprecationWarning on a fork with threads
+        try:
+            pid = os.fork()
+        except OSError:
+            return os.listdir("/proc/self/task")
+    if pid == 0:
+        os._exit(0)
+    # A fork handler that hangs must not hang the job: the ranks then start on their own.
+    deadline = time.monotonic() + 5
+    while os.waitpid(pid, os.WNOHANG)[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            break
+        time.sleep(0.001)
+    # A joined thread leaves /proc/self/task an instant after its join returns.
+    deadline = time.monotonic() + 0.2
+    while True:
+        threads = os.listdir("/proc/self/task")
+        if len(threads) == 1 or time.monotonic() > deadline:
+            return threads
+        time.sleep(0.002)
+
+
 def _xlaunch_unsafe(os, sys, control_fd):
     """Why forking from this process would hand ranks something they cannot share; ''."""
     threads = os.listdir("/proc/self/task")
+    if len(threads) > 1:
+        threads = _xlaunch_settle(os)
     if len(threads) > 1:
         return "a preloaded module started %d thread(s)" % (len(threads) - 1)
     # A process it started would outlive the job: the template is not in the run's cgroup.

@@ -4,6 +4,7 @@ run whole with XLAUNCH_PRELOAD=torch (scripts/test)."""
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import textwrap
@@ -12,6 +13,7 @@ import time
 from launch_helpers import WORKERS, alive, launch, start, wait_for_files, wait_until_gone
 
 PROBE = (WORKERS / "preload_probe.py").read_text()
+FORK_POOL = pathlib.Path(__file__).resolve().parents[1] / "fork_pool" / "fork_pool.c"
 
 
 def seen(tmp_path, restart, rank):
@@ -168,6 +170,42 @@ def test_a_module_that_starts_a_thread_is_refused(xlaunch_bin, torch_python, tmp
                     "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
     assert line == ("xlaunch: --preload: the ranks start without a template: a preloaded module "
                     "started 1 thread(s)")
+
+
+def test_a_fork_hook_that_hangs_leaves_the_ranks_to_start_on_their_own(xlaunch_bin, torch_python,
+                                                                         tmp_path):
+    # The template's throwaway fork (which lets a pool like OpenBLAS's stop) must not wait
+    # for a child that never ends.
+    line = _refusal(xlaunch_bin, torch_python, tmp_path,
+                    "import os, threading, time\n"
+                    "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+                    "os.register_at_fork(after_in_child=lambda: time.sleep(60))\n")
+    assert line == ("xlaunch: --preload: the ranks start without a template: a preloaded module "
+                    "started 1 thread(s)")
+
+
+def test_a_thread_pool_that_stops_at_fork_is_no_reason_to_refuse(xlaunch_bin, torch_python,
+                                                                  tmp_path):
+    # Like numpy's OpenBLAS: a thread per CPU from the import on, joined by its fork handler.
+    cc = shutil.which("cc") or shutil.which("gcc")
+    assert cc, "no C compiler (cc) to build the thread pool: apt-get install gcc"
+    lib = tmp_path / "libfork_pool.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-pthread", "-o", str(lib),
+                    str(FORK_POOL)], check=True, timeout=120)
+    (tmp_path / "pool.py").write_text(
+        f"import ctypes, os\npool = ctypes.CDLL({str(lib)!r})\n"
+        "assert len(os.listdir('/proc/self/task')) == 3, 'the pool did not start'\n")
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    r = launch(xlaunch_bin, ["--nproc_per_node", "2", "--preload", "torch,pool", str(script)],
+               env={"OUT": str(tmp_path), "PYTHONPATH": str(tmp_path)}, python=torch_python,
+               timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "--preload" not in r.stderr, r.stderr  # no refusal line
+    ranks = [seen(tmp_path, 0, rank) for rank in range(2)]
+    templates = {rank["template"] for rank in ranks}
+    assert len(templates) == 1 and None not in templates, ranks
+    assert [rank["sum"] for rank in ranks] == [3.0, 3.0]
 
 
 def test_a_module_that_leaves_a_descriptor_open_is_refused(xlaunch_bin, torch_python, tmp_path):
