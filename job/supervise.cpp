@@ -105,9 +105,14 @@ Outcome supervise(Job& job, RunFiles& files, std::optional<StopSignalsHeld>& hel
   MonitorStopper stopper;
   if (job.agent) {
     add_join_hooks(job, hooks, outcome.job_failure);
-    job.agent->start_monitor([&supervisor](int round, const FailureRecord& failure) {
-      supervisor.request_stop(round, failure.describe());
-    });
+    {
+      // Its thread keeps stop signals blocked, as the store's does: they are the main
+      // thread's alone, which the supervisor relies on when it hands them to their default.
+      StopSignalsHeld for_the_monitor;
+      job.agent->start_monitor([&supervisor](int round, const FailureRecord& failure) {
+        supervisor.request_stop(round, failure.describe());
+      });
+    }
     stopper.agent = job.agent.get();
   }
   // GPU use: sampled while the job runs, summed up at its end.

@@ -88,6 +88,9 @@ void ignore_stop_signals();
 std::vector<int> ignored_stop_signals();
 /// Unblocks them for the calling thread; a pending one is delivered now.
 void release_stop_signals();
+/// Makes `signal` pending for the calling thread, which holds stop signals: it takes effect
+/// at release_stop_signals.
+void keep_pending(int signal);
 /// A stop signal held pending now (one this process does not ignore), left pending: how a
 /// wait that cannot take a handler (the multi-machine join) learns of a Ctrl-C.
 std::optional<int> pending_stop_signal();

@@ -94,6 +94,8 @@ void release_stop_signals() {
   ::pthread_sigmask(SIG_UNBLOCK, &stop, nullptr);
 }
 
+void keep_pending(int signal) { ::raise(signal); }
+
 std::optional<int> pending_stop_signal() {
   sigset_t pending;
   if (::sigpending(&pending) != 0) return std::nullopt;

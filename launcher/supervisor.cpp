@@ -136,7 +136,7 @@ bool Supervisor::Impl::end_job_attempt(RunSummary& summary, int attempt) {
   const std::optional<FailureRecord> local = local_outcome(summary);
   // Waiting for the other machines can take long, and nothing reads signals meanwhile:
   // a Ctrl-C then ends xlaunch by its default action (the others see it leave).
-  stop_signals.clear();
+  hand_stop_signals_to_default();
   std::optional<FailureRecord> job = hooks->after_attempt(attempt, local);
   summary.interrupted_by = interrupted_by;
   if (!job) {
@@ -154,6 +154,27 @@ bool Supervisor::Impl::end_job_attempt(RunSummary& summary, int attempt) {
       plan.max_restarts);
   files.log(fmt::format("restart {} of {}", attempt + 1, plan.max_restarts));
   return true;
+}
+
+void Supervisor::Impl::hand_stop_signals_to_default() {
+  // Every thread holds them now (the others always do), so none is caught and dropped
+  // between the last read and the default action's return. One the set caught but did not
+  // report, or reported after the workers' end, is sent again: it too ends the wait.
+  hold_stop_signals();
+  io.restart();
+  stop_signals.async_wait([this](const boost::system::error_code& ec, int signal) {
+    if (!ec) stop_after_end = signal;
+  });
+  io.poll();
+  stop_signals.cancel();
+  io.poll();
+  stop_signals.clear();
+  if (stop_after_end) {
+    files.log(fmt::format("{} after this machine's workers ended: leaving the job",
+                          signal_name(*stop_after_end)));
+    keep_pending(*stop_after_end);
+  }
+  release_stop_signals();
 }
 
 std::optional<FailureRecord> Supervisor::Impl::local_outcome(RunSummary& summary) {

@@ -145,6 +145,7 @@ void Supervisor::Impl::watch_stop_signals() {
         files.log(fmt::format("received {} after every worker had ended: nothing to stop{}",
                               signal_name(signal), state.failing ? "; no restart" : ""));
         if (state.failing && !interrupted_by) note_signal_after_failure(signal, now);
+        stop_after_end = signal;  // a multi-machine job still waits for the others
         return;
       case StopResponse::same_request:
         // One Ctrl-C delivered twice: by the terminal, and by a wrapper such as timeout(1)
@@ -216,6 +217,7 @@ void Supervisor::Impl::run_attempt(int attempt) {
   failure_published = false;
   stalled_stop = false;
   first_failure.reset();
+  stop_after_end.reset();
   unmade_log_said = false;
   io.restart();
   if (monitor) monitor->begin_attempt(plan.master_addr, plan.master_port);

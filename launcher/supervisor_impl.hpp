@@ -103,8 +103,9 @@ struct Supervisor::Impl {
   std::optional<int> interrupted_by;
   std::chrono::steady_clock::time_point interrupted_at;  // when interrupted_by arrived
   bool signal_after_failure = false;                     // interrupted_by came after first_failure
-  ConsoleBatch console_batch;       // the console lines of the read being split
-  std::size_t rank_pipe_bytes = 0;  // each rank's stdout and stderr pipe (pipe_size.hpp)
+  std::optional<int> stop_after_end;  // a stop signal read after every worker had ended
+  ConsoleBatch console_batch;         // the console lines of the read being split
+  std::size_t rank_pipe_bytes = 0;    // each rank's stdout and stderr pipe (pipe_size.hpp)
   const AttemptHooks* hooks = nullptr;
   int attempt = 0;
   bool failure_published = false;
@@ -150,6 +151,9 @@ struct Supervisor::Impl {
   // The attempt's end with the other machines (hooks->after_attempt): this machine's
   // failure goes out, the job's comes back; true when every machine restarts.
   bool end_job_attempt(RunSummary& summary, int attempt);
+  // Stop signals from now on end xlaunch by their default action; one already received
+  // after the workers ended (stop_after_end) does so at once.
+  void hand_stop_signals_to_default();
   // This machine's failure of the attempt, if any (a root cause is printed and kept).
   std::optional<FailureRecord> local_outcome(RunSummary& summary);
   FailureRecord local_failure() const;

@@ -6,6 +6,8 @@ import os
 import signal
 import subprocess
 
+import pytest
+
 from launch_helpers import wait_for_files, wait_until_gone
 from machine_fixtures import machines  # noqa: F401 (fixture)
 
@@ -134,6 +136,32 @@ def test_ctrl_c_while_waiting_for_the_other_machines_ends_the_launcher(machines)
     except subprocess.TimeoutExpired:
         raise AssertionError("SIGINT was swallowed while machine 0 waited for machine 1")
     assert rc0 == -signal.SIGINT  # the default action: the shell shows 130
+    rc1, _, err1 = machines.finish(m1, timeout=90)
+    assert rc1 != 0, err1
+    pids = [info["pid"] for info in machines.ranks().values()]
+    assert wait_until_gone(pids) == []
+
+
+@pytest.mark.release_build  # preloads a library, which ASan's runtime refuses
+def test_ctrl_c_between_the_workers_end_and_the_wait_for_the_others_ends_the_launcher(
+        machines, build_dir, tmp_path):
+    # Machine 0's launcher pauses where its worker has ended and it has not yet begun to wait
+    # for machine 1 (writing activity.csv): a SIGINT there was caught, then dropped.
+    shim = build_dir / "tests" / "libpause_after_rename.so"
+    assert shim.exists(), f"{shim} is not built: build the pause_after_rename target"
+    marker = tmp_path / "paused"
+    args = ["--heartbeat_timeout", "3"]
+    m0 = machines.start(0, 2, [*args, "--log_dir", str(tmp_path / "logs")],
+                        env={"MODE": "ok", "LD_PRELOAD": str(shim), "PAUSE_SECONDS": "3",
+                             "PAUSE_AFTER_RENAME": "/activity.csv", "PAUSE_MARKER": str(marker)})
+    m1 = machines.start(1, 2, args, env={"MODE": "hang"})
+    wait_for_files(tmp_path, "paused", 1, timeout=60)
+    os.kill(m0.pid, signal.SIGINT)
+    try:
+        rc0, _, err0 = machines.finish(m0, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("SIGINT was dropped between the workers' end and the wait")
+    assert rc0 == -signal.SIGINT, err0
     rc1, _, err1 = machines.finish(m1, timeout=90)
     assert rc1 != 0, err1
     pids = [info["pid"] for info in machines.ranks().values()]
