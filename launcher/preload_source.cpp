@@ -110,44 +110,67 @@ def _xlaunch_clear_no_site(sys):
 
 
 def _xlaunch_settle(os):
-    """The template's threads after one throwaway fork. A library may stop its idle pool in a
-    pthread_atfork handler and start it again when next used: OpenBLAS does, and numpy's
-    wheels start its pool (a thread per CPU) at import. Once those threads are gone, forking
-    the ranks is as safe as from a process that never had them."""
+    """(the template's threads after one throwaway fork, why it cannot fork ranks or '').
+
+    A library may stop its idle pool in a pthread_atfork handler and start it again when next
+    used: OpenBLAS does, and numpy's wheels start its pool (a thread per CPU) at import. Once
+    those threads are gone, forking the ranks is as safe as from a process that never had
+    them."""
+    import ctypes
     import signal
     import time
-    import warnings
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # 3.12's DeprecationWarning on a fork with threads
-        try:
-            pid = os.fork()
-        except OSError:
-            return os.listdir("/proc/self/task")
+    # fork(2) itself, not os.fork: the C libraries' fork handlers are what can stop a pool;
+    # the Python ones a module registered would run, side effects and all, for nothing.
+    # PyDLL keeps the GIL, so the child can reach os._exit without taking it.
+    fork = ctypes.PyDLL(None).fork
+    fork.restype = ctypes.c_int
+    # A fork handler that never returns in the template ends it (SIGALRM's default action):
+    # the ranks then start on their own instead of waiting for it.
+    handler = signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    previous = signal.alarm(5)
+    pid = fork()
     if pid == 0:
         os._exit(0)
-    # A fork handler that hangs must not hang the job: the ranks then start on their own.
+    signal.alarm(0)
+    if handler is not None:
+        signal.signal(signal.SIGALRM, handler)
+    if previous:
+        signal.alarm(previous)
+    if pid < 0:
+        return os.listdir("/proc/self/task"), ""
+    # Nor one in the child: ranks forked from here would hang in it too.
     deadline = time.monotonic() + 5
-    while os.waitpid(pid, os.WNOHANG)[0] == 0:
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            break
-        time.sleep(0.001)
+    try:
+        while os.waitpid(pid, os.WNOHANG)[0] == 0:
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return [], "a preloaded module's fork handler did not return in 5 s"
+            time.sleep(0.001)
+    except ChildProcessError:  # reaped by a handler of its own: nothing more to learn
+        pass
     # A joined thread leaves /proc/self/task an instant after its join returns.
     deadline = time.monotonic() + 0.2
     while True:
         threads = os.listdir("/proc/self/task")
         if len(threads) == 1 or time.monotonic() > deadline:
-            return threads
+            return threads, ""
         time.sleep(0.002)
 
 
 def _xlaunch_unsafe(os, sys, control_fd):
     """Why forking from this process would hand ranks something they cannot share; ''."""
+    import signal
+
+    # First, as the throwaway fork below needs its child's exit status.
+    if signal.getsignal(signal.SIGCHLD) != signal.SIG_DFL:
+        return "a preloaded module changed how SIGCHLD is handled"
     threads = os.listdir("/proc/self/task")
     if len(threads) > 1:
-        threads = _xlaunch_settle(os)
+        threads, why = _xlaunch_settle(os)
+        if why:
+            return why
     if len(threads) > 1:
         return "a preloaded module started %d thread(s)" % (len(threads) - 1)
     # A process it started would outlive the job: the template is not in the run's cgroup.
@@ -166,10 +189,6 @@ def _xlaunch_unsafe(os, sys, control_fd):
             return "a preloaded module initialised CUDA"
     except Exception:  # an old or partial torch: nothing to ask
         pass
-    import signal
-
-    if signal.getsignal(signal.SIGCHLD) != signal.SIG_DFL:
-        return "a preloaded module changed how SIGCHLD is handled"
     import ctypes
 
     subreaper = ctypes.c_int(0)

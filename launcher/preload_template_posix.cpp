@@ -67,7 +67,9 @@ PreloadTemplate::~PreloadTemplate() {
   if (reaped_) return;  // its pid may be another process's by now
   int status = 0;
   if (::waitpid(static_cast<pid_t>(pid_), &status, WNOHANG) != 0) return;  // reaped, or gone
-  ::kill(static_cast<pid_t>(pid_), SIGKILL);
+  // Its process group (it leads one, as every worker): a child it forked for its own check
+  // is in it too, and must not outlive the job. Ranks have groups of their own.
+  ::kill(-static_cast<pid_t>(pid_), SIGKILL);
   while (::waitpid(static_cast<pid_t>(pid_), &status, 0) < 0 && errno == EINTR) {
   }
 }

@@ -1,7 +1,12 @@
 // A thread pool like OpenBLAS's (which numpy's wheels load at import): started when the
 // library loads, stopped by a pthread_atfork prepare handler, started again when next used.
 // Loaded by a --preload module in test_preload.py: the template must fork ranks from it.
+// FORK_POOL_HANG=prepare or =child adds a fork handler that never returns, in the forking
+// process or in the child.
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 enum { POOL_SIZE = 2 };
 
@@ -35,7 +40,14 @@ static void stop_before_fork(void) {
   for (int i = 0; i < POOL_SIZE; ++i) pthread_join(workers[i], 0);
 }
 
+static void hang(void) {
+  for (;;) pause();
+}
+
 __attribute__((constructor)) static void load(void) {
   pthread_atfork(stop_before_fork, 0, 0);
+  const char* hang_at = getenv("FORK_POOL_HANG");
+  if (hang_at != 0 && strcmp(hang_at, "prepare") == 0) pthread_atfork(hang, 0, 0);
+  if (hang_at != 0 && strcmp(hang_at, "child") == 0) pthread_atfork(0, 0, hang);
   fork_pool_start();
 }

@@ -146,14 +146,14 @@ def test_a_killed_launcher_takes_ranks_and_template_along(xlaunch_bin, torch_pyt
     assert wait_until_gone(pids + [template]) == []
 
 
-def _refusal(xlaunch_bin, torch_python, tmp_path, module_text, args=None):
+def _refusal(xlaunch_bin, torch_python, tmp_path, module_text, args=None, env=None):
     (tmp_path / "sideeffect.py").write_text(module_text)
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
     r = launch(xlaunch_bin, ["--nproc_per_node", "2", "--preload", "torch,sideeffect",
                              *(args or []), str(script)],
-               env={"OUT": str(tmp_path), "PYTHONPATH": str(tmp_path)}, python=torch_python,
-               timeout=240)
+               env={"OUT": str(tmp_path), "PYTHONPATH": str(tmp_path), **(env or {})},
+               python=torch_python, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
     refusals = [line for line in r.stderr.splitlines() if "--preload" in line]
     assert len(refusals) == 1, r.stderr
@@ -172,28 +172,21 @@ def test_a_module_that_starts_a_thread_is_refused(xlaunch_bin, torch_python, tmp
                     "started 1 thread(s)")
 
 
-def test_a_fork_hook_that_hangs_leaves_the_ranks_to_start_on_their_own(xlaunch_bin, torch_python,
-                                                                         tmp_path):
-    # The template's throwaway fork (which lets a pool like OpenBLAS's stop) must not wait
-    # for a child that never ends.
-    line = _refusal(xlaunch_bin, torch_python, tmp_path,
-                    "import os, threading, time\n"
-                    "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
-                    "os.register_at_fork(after_in_child=lambda: time.sleep(60))\n")
-    assert line == ("xlaunch: --preload: the ranks start without a template: a preloaded module "
-                    "started 1 thread(s)")
-
-
-def test_a_thread_pool_that_stops_at_fork_is_no_reason_to_refuse(xlaunch_bin, torch_python,
-                                                                  tmp_path):
-    # Like numpy's OpenBLAS: a thread per CPU from the import on, joined by its fork handler.
+def _fork_pool(tmp_path):
+    """A module `pool` that loads tests/fork_pool/fork_pool.c, built here."""
     cc = shutil.which("cc") or shutil.which("gcc")
     assert cc, "no C compiler (cc) to build the thread pool: apt-get install gcc"
     lib = tmp_path / "libfork_pool.so"
     subprocess.run([cc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-pthread", "-o", str(lib),
                     str(FORK_POOL)], check=True, timeout=120)
+    return f"import ctypes, os\npool = ctypes.CDLL({str(lib)!r})\n"
+
+
+def test_a_thread_pool_that_stops_at_fork_is_no_reason_to_refuse(xlaunch_bin, torch_python,
+                                                                  tmp_path):
+    # Like numpy's OpenBLAS: a thread per CPU from the import on, joined by its fork handler.
     (tmp_path / "pool.py").write_text(
-        f"import ctypes, os\npool = ctypes.CDLL({str(lib)!r})\n"
+        _fork_pool(tmp_path) +
         "assert len(os.listdir('/proc/self/task')) == 3, 'the pool did not start'\n")
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
@@ -206,6 +199,65 @@ def test_a_thread_pool_that_stops_at_fork_is_no_reason_to_refuse(xlaunch_bin, to
     templates = {rank["template"] for rank in ranks}
     assert len(templates) == 1 and None not in templates, ranks
     assert [rank["sum"] for rank in ranks] == [3.0, 3.0]
+
+
+def test_a_fork_handler_that_never_returns_leaves_the_ranks_to_start_on_their_own(
+        xlaunch_bin, torch_python, tmp_path):
+    # The template's throwaway fork (which lets a pool like OpenBLAS's stop) runs the C fork
+    # handlers: one that hangs in the child is refused, as ranks forked would hang in it too;
+    # one that hangs in the template ends the template. Neither holds the job up.
+    module = _fork_pool(tmp_path)
+    line = _refusal(xlaunch_bin, torch_python, tmp_path, module,
+                    env={"FORK_POOL_HANG": "child"})
+    assert line == ("xlaunch: --preload: the ranks start without a template: a preloaded "
+                    "module's fork handler did not return in 5 s")
+    line = _refusal(xlaunch_bin, torch_python, tmp_path, module,
+                    env={"FORK_POOL_HANG": "prepare"})
+    assert "the template (pid " in line and "ended before it answered" in line, line
+
+
+def _templates():
+    """Pids of processes that run a preload template's command line (the template, and a
+    fork of it)."""
+    found = []
+    for entry in pathlib.Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"xlaunch preload template" in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_launcher_stopped_during_the_templates_check_leaves_no_fork_of_it(
+        xlaunch_bin, torch_python, tmp_path):
+    (tmp_path / "pool.py").write_text(_fork_pool(tmp_path))
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    before = set(_templates())
+    proc = start(xlaunch_bin, ["--nproc_per_node", "2", "--preload", "torch,pool", str(script)],
+                 env={"OUT": str(tmp_path), "PYTHONPATH": str(tmp_path),
+                      "FORK_POOL_HANG": "child"}, python=torch_python)
+    deadline = time.monotonic() + 120
+    while len(set(_templates()) - before) < 2:  # the template and its hanging child
+        assert time.monotonic() < deadline and proc.poll() is None, "no fork of the template"
+        time.sleep(0.05)
+    forks = sorted(set(_templates()) - before)
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert wait_until_gone(forks) == [], forks
+
+
+def test_python_fork_hooks_do_not_run_for_the_templates_own_check(xlaunch_bin, torch_python,
+                                                                  tmp_path):
+    effect = tmp_path / "effect.txt"
+    line = _refusal(xlaunch_bin, torch_python, tmp_path,
+                    "import os, threading, time\n"
+                    "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+                    f"os.register_at_fork(after_in_child=lambda: open({str(effect)!r}, 'a'))\n")
+    assert line.endswith("a preloaded module started 1 thread(s)"), line
+    assert not effect.exists()
 
 
 def test_a_module_that_leaves_a_descriptor_open_is_refused(xlaunch_bin, torch_python, tmp_path):
