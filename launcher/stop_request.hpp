@@ -2,7 +2,13 @@
 // attempt was doing when the signal was read. Pure: the supervisor acts on the answer.
 #pragma once
 
+#include <chrono>
+
 namespace xlaunch::launcher {
+
+/// A second stop signal this soon after the first is the same request arriving twice; a
+/// person's second Ctrl-C comes later.
+inline constexpr auto kSameStopRequest = std::chrono::milliseconds(500);
 
 enum class StopResponse {
   /// Every worker had ended before the signal was read (their exits and it arrived in one

@@ -156,15 +156,33 @@ bool Supervisor::Impl::end_job_attempt(RunSummary& summary, int attempt) {
   return true;
 }
 
+void Supervisor::Impl::read_stop_after_end(std::chrono::steady_clock::time_point copies_until) {
+  stop_signals.async_wait([this, copies_until](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    if (std::chrono::steady_clock::now() < copies_until) {
+      files.log(fmt::format("received {} again within {}ms: the same request", signal_name(signal),
+                            kSameStopRequest.count()));
+      read_stop_after_end(copies_until);
+      return;
+    }
+    stop_after_end = signal;
+  });
+}
+
 void Supervisor::Impl::hand_stop_signals_to_default() {
+  io.restart();
+  // A copy of this launcher's own stop signal (one Ctrl-C delivered twice) may still come
+  // as the wait begins: until kSameStopRequest has passed, the set reads and lets it go.
+  const auto copies_until =
+      interrupted_by ? interrupted_at + kSameStopRequest : std::chrono::steady_clock::time_point{};
+  read_stop_after_end(copies_until);
+  while (!stop_after_end && std::chrono::steady_clock::now() < copies_until) {
+    io.run_one_until(copies_until);
+  }
   // Every thread holds them now (the others always do), so none is caught and dropped
   // between the last read and the default action's return. One the set caught but did not
   // report, or reported after the workers' end, is sent again: it too ends the wait.
   hold_stop_signals();
-  io.restart();
-  stop_signals.async_wait([this](const boost::system::error_code& ec, int signal) {
-    if (!ec) stop_after_end = signal;
-  });
   io.poll();
   stop_signals.cancel();
   io.poll();

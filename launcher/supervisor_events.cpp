@@ -13,10 +13,6 @@
 namespace xlaunch::launcher {
 namespace {
 
-// A second stop signal this soon after the first is the same request arriving twice; a
-// person's second Ctrl-C comes later.
-constexpr auto kSameStopRequest = std::chrono::milliseconds(500);
-
 // Ranks asked of the spawner before the launcher reads their answers: it makes them while
 // the launcher prepares the next (three took 2 % less time than one, at 8 and 32 ranks).
 constexpr std::size_t kStartsAhead = 3;
@@ -145,7 +141,8 @@ void Supervisor::Impl::watch_stop_signals() {
         files.log(fmt::format("received {} after every worker had ended: nothing to stop{}",
                               signal_name(signal), state.failing ? "; no restart" : ""));
         if (state.failing && !interrupted_by) note_signal_after_failure(signal, now);
-        stop_after_end = signal;  // a multi-machine job still waits for the others
+        // A multi-machine job still waits for the others: a new request ends that wait.
+        if (!state.interrupted || !state.within_same_request) stop_after_end = signal;
         return;
       case StopResponse::same_request:
         // One Ctrl-C delivered twice: by the terminal, and by a wrapper such as timeout(1)

@@ -26,6 +26,7 @@
 #include "launcher/console_batch.hpp"
 #include "launcher/line_splitter.hpp"
 #include "launcher/preload_template.hpp"
+#include "launcher/stop_request.hpp"
 #include "launcher/supervisor.hpp"
 
 namespace xlaunch::launcher {
@@ -154,6 +155,8 @@ struct Supervisor::Impl {
   // Stop signals from now on end xlaunch by their default action; one already received
   // after the workers ended (stop_after_end) does so at once.
   void hand_stop_signals_to_default();
+  // Reads stop signals into stop_after_end; those before copies_until are the same request.
+  void read_stop_after_end(std::chrono::steady_clock::time_point copies_until);
   // This machine's failure of the attempt, if any (a root cause is printed and kept).
   std::optional<FailureRecord> local_outcome(RunSummary& summary);
   FailureRecord local_failure() const;

@@ -34,6 +34,14 @@ if mode == "fail_on_1":
     time.sleep(120)
 elif mode == "hang":
     time.sleep(600)
+elif mode == "interrupt_0_stubborn_1":  # machine 0's worker Ctrl-Cs its launcher; 1's holds out
+    import signal
+    if on_machine_1:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    else:
+        os.kill(os.getppid(), signal.SIGINT)
+    time.sleep(600)
 elif mode == "until_world_2":  # elastic: wait in round 0 for the second machine
     if info["WORLD_SIZE"] != "2":
         time.sleep(600)

@@ -166,3 +166,28 @@ def test_ctrl_c_between_the_workers_end_and_the_wait_for_the_others_ends_the_lau
     assert rc1 != 0, err1
     pids = [info["pid"] for info in machines.ranks().values()]
     assert wait_until_gone(pids) == []
+
+
+@pytest.mark.release_build  # preloads a library, which ASan's runtime refuses
+def test_one_ctrl_c_delivered_twice_counts_once_while_waiting_for_the_others(
+        machines, build_dir, tmp_path):
+    # Machine 0's worker interrupts its launcher; the copy of that SIGINT (a terminal's and a
+    # wrapper's) arrives right after machine 0's worker ended, as it waits for machine 1,
+    # whose worker holds out until --term_timeout: one request, so both exit 130.
+    shim = build_dir / "tests" / "libpause_after_rename.so"
+    assert shim.exists(), f"{shim} is not built: build the pause_after_rename target"
+    args = ["--term_timeout", "4"]
+    env = {"MODE": "interrupt_0_stubborn_1"}
+    m0 = machines.start(0, 2, [*args, "--log_dir", str(tmp_path / "logs")],
+                        env={**env, "LD_PRELOAD": str(shim), "PAUSE_SECONDS": "0",
+                             "PAUSE_AFTER_RENAME": "/activity.csv",
+                             "PAUSE_MARKER": str(tmp_path / "paused"),
+                             "PAUSE_RAISE": str(int(signal.SIGINT))})
+    m1 = machines.start(1, 2, args, env=env)
+    rc0, _, err0 = machines.finish(m0, timeout=60)
+    rc1, _, err1 = machines.finish(m1, timeout=60)
+    assert (tmp_path / "paused").exists()  # the copy was sent
+    assert rc0 == 128 + signal.SIGINT, err0
+    assert rc1 == 128 + signal.SIGINT, err1
+    log = next((tmp_path / "logs").glob("*/xlaunch.log")).read_text()
+    assert "again within 500ms: the same request" in log, log

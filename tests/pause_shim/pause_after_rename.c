@@ -1,12 +1,14 @@
 /* An LD_PRELOAD library for tests/integration/test_multi_machine_failures.py: after the first
  * rename(2) onto a path that ends with PAUSE_AFTER_RENAME, it writes that path to the file
  * named by PAUSE_MARKER and sleeps PAUSE_SECONDS (through interrupting signals), so that a
- * test can send a signal in a moment that is otherwise a few microseconds long.
+ * test can send a signal in a moment that is otherwise a few microseconds long. With
+ * PAUSE_RAISE (a signal number) it then sends that signal to its own process.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,8 @@ int rename(const char* from, const char* to) {
   struct timespec left = {atoi(seconds), 0};
   while (nanosleep(&left, &left) != 0 && errno == EINTR) {
   }
+  const char* raise_signal = getenv("PAUSE_RAISE");
+  if (raise_signal != NULL) kill(getpid(), atoi(raise_signal));
   errno = saved_errno;
   return result;
 }
