@@ -1,5 +1,7 @@
 // libFuzzer target: arbitrary bytes, split into arbitrary reads, through the decoder and
-// the store, checking the codec's contract on every step. Built only with XLAUNCH_FUZZ.
+// the store, checking the codec's contract on every step, and that a decoder resuming
+// (Resume::SamePrefix, as the server does) agrees with one that restarts every time. Built
+// only with XLAUNCH_FUZZ.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -31,20 +33,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   limits.max_keys_per_request = 16;
   limits.max_request_bytes = 2048;
   RequestDecoder decoder(limits, (config & 1) ? Dialect::D1 : Dialect::D0);
+  RequestDecoder restarting(limits, (config & 1) ? Dialect::D1 : Dialect::D0);
   const std::size_t chunk = 1 + (config >> 1) % 64;
   std::span<const std::uint8_t> input(data + 1, size - 1);
 
   StoreState state;
   std::vector<std::uint8_t> buffer;
   std::size_t need = 1;
-  Request request;
+  Request request, restarted;
   std::string reply, error, again;
   for (std::size_t pos = 0; pos < input.size();) {
     std::size_t n = std::min(chunk, input.size() - pos);
     buffer.insert(buffer.end(), input.begin() + pos, input.begin() + pos + n);
     pos += n;
     while (buffer.size() >= need) {
-      DecodeResult res = decoder.decode(buffer, request);
+      DecodeResult res = decoder.decode(buffer, request, Resume::SamePrefix);
+      DecodeResult ref = restarting.decode(buffer, restarted, Resume::No);
+      check(res.status == ref.status && res.size == ref.size);
+      check(decoder.error() == restarting.error());
+      check(request.op == restarted.op && request.key == restarted.key &&
+            request.value == restarted.value && request.expected == restarted.expected &&
+            request.delta == restarted.delta && request.word == restarted.word &&
+            request.keys == restarted.keys && request.values == restarted.values);
       if (res.status == DecodeStatus::Malformed) {
         check(!decoder.error().empty());
         return 0;  // the server closes the connection here

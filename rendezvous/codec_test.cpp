@@ -377,3 +377,185 @@ TEST_CASE("code tables match tcpstore-protocol.md section 2", "[dialect]") {
     CHECK(op_for_code(Dialect::D1, c) == op_for_code(Dialect::D2, c + 1));
   }
 }
+
+namespace {
+
+// List requests (CHECK, WAIT, MULTI_GET, MULTI_SET) of `n` keys in every dialect that has them.
+std::vector<Request> list_samples(std::vector<std::string>& storage, std::size_t n) {
+  storage.clear();
+  storage.reserve(2 * n);
+  for (std::size_t i = 0; i < n; ++i) storage.push_back("/key/" + std::to_string(i));
+  for (std::size_t i = 0; i < n; ++i) storage.push_back(i % 3 == 0 ? "" : "v" + std::to_string(i));
+  std::vector<Request> out;
+  for (Op op : {Op::Check, Op::Wait, Op::MultiGet, Op::MultiSet}) {
+    Request& r = out.emplace_back();
+    r.op = op;
+    for (std::size_t i = 0; i < n; ++i) {
+      r.keys.emplace_back(storage[i]);
+      if (op == Op::MultiSet) r.values.emplace_back(storage[n + i]);
+    }
+  }
+  return out;
+}
+
+// Decodes `wire[0, cut)` for each cut in turn, then all of it, each time from a fresh copy
+// (the bytes move, as a growing connection buffer's do), resuming; checks every step
+// against a decoder that restarts, and returns the final result.
+DecodeResult decode_in_pieces(RequestDecoder& dec, RequestDecoder& ref, const std::string& wire,
+                              const std::vector<std::size_t>& cuts, Request& got) {
+  Request expected;
+  DecodeResult res;
+  std::vector<std::size_t> ends = cuts;
+  ends.push_back(wire.size());
+  for (std::size_t end : ends) {
+    std::vector<std::uint8_t> copy(wire.begin(), wire.begin() + static_cast<std::ptrdiff_t>(end));
+    res = dec.decode(copy, got, Resume::SamePrefix);
+    DecodeResult want = ref.decode(copy, expected, Resume::No);
+    REQUIRE(res.status == want.status);
+    REQUIRE(res.size == want.size);
+    if (res.status != DecodeStatus::NeedMore) {
+      // `got` points into `copy`: compare before it goes.
+      require_same(got, expected);
+      return res;
+    }
+  }
+  return res;
+}
+
+}  // namespace
+
+TEST_CASE("a list request split at every point decodes as the whole buffer does",
+          "[codec][resume]") {
+  std::vector<std::string> storage;
+  for (Dialect d : {Dialect::D0, Dialect::D1, Dialect::D2}) {
+    for (const Request& sample : list_samples(storage, 3)) {
+      if (!code_for_op(d, sample.op)) continue;
+      std::string wire;
+      encode_request(wire, d, sample);
+      INFO(dialect_name(d) << " " << op_name(sample.op) << " " << wire.size() << " bytes");
+      for (std::size_t i = 0; i <= wire.size(); ++i) {
+        for (std::size_t j = i; j <= wire.size(); ++j) {
+          INFO("cut at " << i << " and " << j);
+          RequestDecoder dec = decoder_for(d), ref = decoder_for(d);
+          Request got;
+          DecodeResult res = decode_in_pieces(dec, ref, wire, {i, j}, got);
+          REQUIRE(res.status == DecodeStatus::Complete);
+          CHECK(res.size == wire.size());
+          // The dialect moved on only now (D1's list codes pin a legacy connection).
+          CHECK(dec.dialect() == ref.dialect());
+        }
+      }
+      // One byte at a time, then the next request on the same decoder.
+      RequestDecoder dec = decoder_for(d), ref = decoder_for(d);
+      std::vector<std::size_t> every(wire.size());
+      for (std::size_t i = 0; i < wire.size(); ++i) every[i] = i;
+      Request got;
+      REQUIRE(decode_in_pieces(dec, ref, wire, every, got).status == DecodeStatus::Complete);
+      REQUIRE(decode_in_pieces(dec, ref, wire, {1, 9, 20}, got).status == DecodeStatus::Complete);
+    }
+  }
+}
+
+TEST_CASE("a list request trickled in small pieces has each field read once", "[codec][resume]") {
+  constexpr std::size_t kKeys = 4000;
+  std::vector<std::string> storage;
+  for (const Request& sample : list_samples(storage, kKeys)) {
+    INFO(op_name(sample.op));
+    std::string wire;
+    encode_request(wire, Dialect::D2, sample);
+    const bool pairs = sample.op == Op::MultiSet;
+    // Command byte, count, and a length and the bytes of each key (and value).
+    const std::uint64_t fields = 2 + (pairs ? 4 : 2) * kKeys;
+    auto trickle = [&](Resume resume, std::uint64_t& read, std::size_t& hint_after_count) {
+      RequestDecoder dec = decoder_for(Dialect::D2);
+      const std::uint64_t before = dec.fields_read();
+      std::vector<std::uint8_t> buf;
+      Request got;
+      DecodeResult res;
+      // 5 bytes per piece, decoding every time whatever the hint says (the worst case).
+      for (std::size_t pos = 0; pos < wire.size(); pos += 5) {
+        std::size_t end = std::min(wire.size(), pos + 5);
+        buf.insert(buf.end(), wire.begin() + static_cast<std::ptrdiff_t>(pos),
+                   wire.begin() + static_cast<std::ptrdiff_t>(end));
+        buf.shrink_to_fit();  // move the bytes on every call
+        res = dec.decode(buf, got, resume);
+        if (end == 10) hint_after_count = res.size;
+        if (end < wire.size()) REQUIRE(res.status == DecodeStatus::NeedMore);
+      }
+      REQUIRE(res.status == DecodeStatus::Complete);
+      CHECK(res.size == wire.size());
+      require_same(got, sample);
+      read = dec.fields_read() - before;
+    };
+    std::uint64_t resumed = 0, restarted = 0;
+    std::size_t hint = 0, hint_restarted = 0;
+    trickle(Resume::SamePrefix, resumed, hint);
+    CHECK(resumed == fields);
+    // Every remaining key still owes its 8-byte length (16 per MULTI_SET pair).
+    CHECK(hint == 1 + 8 + (pairs ? 16 : 8) * kKeys);
+    // Restarting reads the whole prefix again on every piece.
+    trickle(Resume::No, restarted, hint_restarted);
+    CHECK(restarted > 100 * fields);
+    CHECK(hint_restarted == hint);
+  }
+}
+
+TEST_CASE("resuming is safe: another buffer, errors and limits", "[codec][resume]") {
+  std::vector<std::string> storage;
+  std::vector<Request> lists = list_samples(storage, 3);
+  const Request& mget = lists[2];
+  std::string wire;
+  encode_request(wire, Dialect::D2, mget);
+  Request got;
+  SECTION("a buffer that is visibly another request is read from its first byte") {
+    RequestDecoder dec = decoder_for(Dialect::D2);
+    REQUIRE(dec.decode(bytes(wire.substr(0, 20)), got, Resume::SamePrefix).status ==
+            DecodeStatus::NeedMore);
+    std::string check;
+    encode_request(check, Dialect::D2, lists[0]);
+    DecodeResult res = dec.decode(bytes(check), got, Resume::SamePrefix);
+    REQUIRE(res.status == DecodeStatus::Complete);
+    require_same(got, lists[0]);
+    // And a shorter buffer than last time.
+    REQUIRE(dec.decode(bytes(wire.substr(0, 30)), got, Resume::SamePrefix).status ==
+            DecodeStatus::NeedMore);
+    REQUIRE(dec.decode(bytes(wire.substr(0, 12)), got, Resume::SamePrefix).status ==
+            DecodeStatus::NeedMore);
+    res = dec.decode(bytes(wire), got, Resume::SamePrefix);
+    REQUIRE(res.status == DecodeStatus::Complete);
+    require_same(got, mget);
+  }
+  SECTION("Resume::No drops what a previous call read") {
+    RequestDecoder dec = decoder_for(Dialect::D2);
+    REQUIRE(dec.decode(bytes(wire.substr(0, 30)), got, Resume::SamePrefix).status ==
+            DecodeStatus::NeedMore);
+    std::string other = wire;
+    other[other.size() - 1] = 'X';  // same start, so only Resume::No tells them apart
+    REQUIRE(dec.decode(bytes(other), got, Resume::No).status == DecodeStatus::Complete);
+    CHECK(got.keys.back() == "/key/X");
+  }
+  SECTION("a bad length later in a resumed list: the same error as in one piece") {
+    CodecLimits lim;
+    lim.max_key_bytes = 8;
+    std::string bad = wire.substr(0, 9) + str("/k") + u64(9) + std::string(9, 'x') + str("/z");
+    RequestDecoder whole = decoder_for(Dialect::D2, lim), pieces = decoder_for(Dialect::D2, lim);
+    REQUIRE(whole.decode(bytes(bad), got).status == DecodeStatus::Malformed);
+    REQUIRE(pieces.decode(bytes(bad.substr(0, 15)), got, Resume::SamePrefix).status ==
+            DecodeStatus::NeedMore);
+    REQUIRE(pieces.decode(bytes(bad), got, Resume::SamePrefix).status == DecodeStatus::Malformed);
+    CHECK(pieces.error() == whole.error());
+    CHECK_THAT(pieces.error(), Catch::Contains("MULTI_GET") && Catch::Contains("max_key_bytes"));
+    // Nothing is left to resume: the same bytes fail the same way.
+    REQUIRE(pieces.decode(bytes(bad), got, Resume::SamePrefix).status == DecodeStatus::Malformed);
+  }
+  SECTION("a count whose least size exceeds max_request_bytes is refused at once") {
+    CodecLimits lim;
+    lim.max_request_bytes = 1024;
+    RequestDecoder dec = decoder_for(Dialect::D2, lim);
+    std::string head = wire.substr(0, 1) + u64(127);  // 9 + 127 * 8 = 1025 bytes at least
+    REQUIRE(dec.decode(bytes(head), got, Resume::SamePrefix).status == DecodeStatus::Malformed);
+    CHECK_THAT(dec.error(), Catch::Contains("request exceeds 1024 bytes (max_request_bytes)"));
+    head = wire.substr(0, 1) + u64(126);  // 1017: may still arrive
+    CHECK(dec.decode(bytes(head), got, Resume::SamePrefix).size == 1017);
+  }
+}

@@ -159,6 +159,52 @@ TEST_CASE("a request larger than max_buffered_bytes is refused from its declared
   CHECK(f.server.buffered_bytes() == 0);
 }
 
+TEST_CASE("a client trickling a huge MULTI_GET key by key does not hold up the others",
+          "[server]") {
+  // At max_keys_per_request, one key per write: each arrival is read on the store's one
+  // thread, which must go on from where the request stopped, not read it all again.
+  constexpr std::size_t kKeys = 131072;
+  Fixture f;
+  StoreClient other = f.client();
+  std::vector<std::string> keys, values;
+  Request mset, mget;
+  mset.op = Op::MultiSet;
+  mget.op = Op::MultiGet;
+  for (std::size_t i = 0; i < kKeys; ++i) {
+    keys.push_back("/t/" + std::to_string(i));
+    values.push_back("v" + std::to_string(i * 7));
+  }
+  for (std::size_t i = 0; i < kKeys; ++i) {
+    mset.keys.emplace_back(keys[i]);
+    mset.values.emplace_back(values[i]);
+    mget.keys.emplace_back(keys[i]);
+  }
+  std::string setup = validate_req(), wire;
+  encode_request(setup, Dialect::D2, mset);
+  encode_request(wire, Dialect::D2, mget);
+  Raw raw(f.server.port());
+  raw.send(setup);
+  REQUIRE(other.get(keys.back()) == values.back());  // MULTI_SET has no reply: wait for it
+
+  std::size_t pos = 9;  // command byte and count first, then one key per write
+  raw.send(wire.substr(0, pos));
+  std::int64_t expected = 0;
+  for (std::size_t i = 0; i < kKeys; ++i) {
+    const std::size_t len = 8 + keys[i].size();
+    raw.send(wire.substr(pos, len));
+    pos += len;
+    if (i % 4096 == 0) REQUIRE(other.add("/other", 1) == ++expected);  // answered meanwhile
+  }
+  REQUIRE(pos == wire.size());
+  CHECK(other.add("/other", 1) == ++expected);
+  for (std::size_t i = 0; i < kKeys; ++i) {
+    std::string len = raw.recv(8);
+    REQUIRE(load_u64(reinterpret_cast<const std::uint8_t*>(len.data())) == values[i].size());
+    REQUIRE(raw.recv(values[i].size()) == values[i]);
+  }
+  CHECK(f.server.buffered_bytes() == 0);
+}
+
 TEST_CASE("a burst far larger than one read is fully processed with no further traffic",
           "[server]") {
   Fixture f;

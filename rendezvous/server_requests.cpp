@@ -16,7 +16,10 @@ bool ServerCore::process(Connection& c, std::span<const std::uint8_t> data, std:
       c.backlog = true;  // the rest waits until the client reads (ServerCore::serve)
       break;
     }
-    DecodeResult res = c.decoder.decode(data.subspan(used), request);
+    // SamePrefix holds: after a NeedMore, `partial` keeps exactly the bytes decoded then and
+    // only appends to them until the request completes (ServerCore::serve), so a trickled
+    // list request is read once, not again on every arrival.
+    DecodeResult res = c.decoder.decode(data.subspan(used), request, Resume::SamePrefix);
     if (res.status == DecodeStatus::NeedMore) {
       c.need = res.size;
       break;

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rendezvous/dialect.hpp"
@@ -51,10 +52,42 @@ struct DecodeResult {
   std::size_t size = 0;
 };
 
-/// Decodes the requests of one connection. Stateful only in the connection's dialect,
-/// which changes when a request completes (detection, pinning), so decoding the same
-/// incomplete bytes again is harmless: each call starts from the buffer's first byte
-/// (reset) and only a Complete result moves the dialect on (commit).
+/// What the caller of RequestDecoder::decode() promises about its buffer.
+enum class Resume {
+  /// Nothing: decode from the buffer's first byte. Any buffer is fine.
+  No,
+  /// The buffer begins with every byte of the buffer passed to the previous decode() call,
+  /// if that call returned NeedMore (the bytes may have moved: only offsets are kept). A
+  /// list request (CHECK, WAIT, MULTI_GET, MULTI_SET) then goes on where that call stopped,
+  /// so a request trickled in many pieces costs work linear in its size. A connection's
+  /// buffer that only grows until a request completes, then drops that request's bytes,
+  /// keeps this promise on every call. After any other result there is nothing to resume.
+  SamePrefix,
+};
+
+namespace detail {
+// Where an incomplete list request stopped, as offsets from the buffer's start (the bytes
+// may move between calls, so no pointers or string_views).
+struct ListProgress {
+  bool active = false;
+  Op op = Op::Check;
+  std::uint8_t code = 0;  // the command byte, to recognise the same request
+  std::size_t seen = 0;   // buffer size then: a resumed buffer holds at least this
+  std::size_t pos = 0;    // offset of the next unread byte
+  bool have_count = false;
+  std::uint64_t count = 0;  // keys (pairs for MULTI_SET)
+  bool have_len = false;    // the current key's / value's length is read, not its bytes
+  std::uint64_t len = 0;
+  // Offset and length of each key (MULTI_SET: key, value, key...). 16 bytes per field of
+  // at least 8 buffered: bounded by twice what max_buffered_bytes lets a connection hold.
+  std::vector<std::pair<std::size_t, std::size_t>> fields;
+};
+}  // namespace detail
+
+/// Decodes the requests of one connection. Stateful in the connection's dialect, which
+/// changes when a request completes (detection, pinning), and in how far an incomplete list
+/// request got (kept only for Resume::SamePrefix). Decoding the same incomplete bytes again
+/// is harmless: only a Complete result moves the dialect on (commit).
 class RequestDecoder {
  public:
   /// `legacy_default` (D0 or D1) decides codes 7 and 8 on legacy connections until
@@ -62,18 +95,27 @@ class RequestDecoder {
   explicit RequestDecoder(CodecLimits limits = {}, Dialect legacy_default = Dialect::D0);
 
   /// Decodes the first request in `buffer` into `out`. Malformed: error() says why.
-  DecodeResult decode(std::span<const std::uint8_t> buffer, Request& out);
+  /// Resume::No starts from the first byte; Resume::SamePrefix may go on from the previous
+  /// NeedMore (see Resume), and falls back to the first byte when the buffer is visibly not
+  /// that one (shorter, another command byte or count).
+  DecodeResult decode(std::span<const std::uint8_t> buffer, Request& out,
+                      Resume resume = Resume::No);
 
   Dialect dialect() const { return dialect_; }
   /// The dialect used to read a legacy connection's codes right now.
   Dialect effective_dialect() const;
   const std::string& error() const { return error_; }
+  /// Fields (integers, and the bytes of each key or value) read since construction: lets
+  /// tests see that a resumed request is not read again.
+  std::uint64_t fields_read() const { return fields_read_; }
 
  private:
   CodecLimits limits_;
   Dialect legacy_default_;
   Dialect dialect_ = Dialect::Undetected;
   std::string error_;
+  detail::ListProgress progress_;
+  std::uint64_t fields_read_ = 0;
 };
 
 /// Appends the encoding of `request` in dialect `d` (D0, D1 or D2). Throws

@@ -15,8 +15,9 @@ enum class Step { Ok, More, Bad };
 // in total, which lets the caller wait for that many before decoding again.
 class Cursor {
  public:
-  Cursor(std::span<const std::uint8_t> buf, const CodecLimits& limits, std::string& error)
-      : buf_(buf), limits_(limits), error_(error) {}
+  Cursor(std::span<const std::uint8_t> buf, const CodecLimits& limits, std::string& error,
+         std::uint64_t& fields_read, std::size_t start = 0)
+      : buf_(buf), limits_(limits), error_(error), fields_read_(fields_read), pos_(start) {}
 
   Step take(std::size_t n, const std::uint8_t*& p) {
     if (n > limits_.max_request_bytes || pos_ + n > limits_.max_request_bytes) {
@@ -29,6 +30,7 @@ class Cursor {
     }
     p = buf_.data() + pos_;
     pos_ += n;
+    ++fields_read_;
     return Step::Ok;
   }
   Step u8(std::uint8_t& v) {
@@ -55,37 +57,31 @@ class Cursor {
     if (s == Step::Ok) std::memcpy(&v, &u, sizeof v);
     return s;
   }
-  // u64 length + bytes, the length checked against `max` before anything else.
-  Step str(std::string_view& out, std::size_t max, const char* what, const char* flag) {
-    std::uint64_t len = 0;
+  // The length of a key or value, checked against its limit.
+  Step length(std::uint64_t& len, bool value) {
     if (Step s = u64(len); s != Step::Ok) return s;
-    if (len > max) return bad(fmt::format("{} of {} bytes exceeds {} ({})", what, len, max, flag));
+    const std::size_t max = value ? limits_.max_value_bytes : limits_.max_key_bytes;
+    if (len > max) {
+      return bad(fmt::format("{} of {} bytes exceeds {} ({})", value ? "value" : "key", len, max,
+                             value ? "max_value_bytes" : "max_key_bytes"));
+    }
+    return Step::Ok;
+  }
+  // u64 length + bytes, the length checked against its limit before anything else.
+  Step str(std::string_view& out, bool value) {
+    std::uint64_t len = 0;
+    if (Step s = length(len, value); s != Step::Ok) return s;
     const std::uint8_t* p = nullptr;
     if (Step s = take(static_cast<std::size_t>(len), p); s != Step::Ok) return s;
     out = std::string_view(reinterpret_cast<const char*>(p), static_cast<std::size_t>(len));
     return Step::Ok;
   }
-  Step key(std::string_view& out) {
-    return str(out, limits_.max_key_bytes, "key", "max_key_bytes");
-  }
-  Step value(std::string_view& out) {
-    return str(out, limits_.max_value_bytes, "value", "max_value_bytes");
-  }
+  Step key(std::string_view& out) { return str(out, false); }
+  Step value(std::string_view& out) { return str(out, true); }
   Step count(std::uint64_t n) {
     if (n > limits_.max_keys_per_request) {
       return bad(fmt::format("{} keys in one request exceeds {} (max_keys_per_request)", n,
                              limits_.max_keys_per_request));
-    }
-    return Step::Ok;
-  }
-  Step key_list(std::vector<std::string_view>& keys) {
-    std::uint64_t n = 0;
-    if (Step s = u64(n); s != Step::Ok) return s;
-    if (Step s = count(n); s != Step::Ok) return s;
-    for (std::uint64_t i = 0; i < n; ++i) {
-      std::string_view k;
-      if (Step s = key(k); s != Step::Ok) return s;
-      keys.push_back(k);
     }
     return Step::Ok;
   }
@@ -101,11 +97,62 @@ class Cursor {
   std::span<const std::uint8_t> buf_;
   const CodecLimits& limits_;
   std::string& error_;
+  std::uint64_t& fields_read_;
   std::size_t pos_ = 0;
   std::size_t need_ = 0;
 };
 
-// Reads the arguments of `op` (the command byte is already consumed).
+bool is_list(Op op) {
+  return op == Op::Check || op == Op::Wait || op == Op::MultiGet || op == Op::MultiSet;
+}
+
+// Reads (or goes on reading) a list request's count and fields, recording each in `p` as it
+// completes, so that a later call with more bytes starts at the first field not yet read.
+Step read_list(Cursor& c, detail::ListProgress& p) {
+  const bool pairs = p.op == Op::MultiSet;
+  Step s = Step::Ok;
+  if (!p.have_count) {
+    std::uint64_t n = 0;
+    if (pairs) {
+      std::int64_t signed_n = 0;
+      if ((s = c.i64(signed_n)) != Step::Ok) return s;
+      if (signed_n < 0) return c.bad(fmt::format("MULTI_SET with negative count {}", signed_n));
+      n = static_cast<std::uint64_t>(signed_n);
+    } else if ((s = c.u64(n)) != Step::Ok) {
+      return s;
+    }
+    if ((s = c.count(n)) != Step::Ok) return s;
+    p.have_count = true;
+    p.count = n;
+  }
+  const std::size_t total = static_cast<std::size_t>(pairs ? 2 * p.count : p.count);
+  while (p.fields.size() < total) {
+    const bool value = pairs && p.fields.size() % 2 == 1;
+    if (!p.have_len) {
+      if ((s = c.length(p.len, value)) != Step::Ok) return s;
+      p.have_len = true;
+    }
+    const std::uint8_t* data = nullptr;
+    if ((s = c.take(static_cast<std::size_t>(p.len), data)) != Step::Ok) return s;
+    p.fields.emplace_back(c.pos() - static_cast<std::size_t>(p.len),
+                          static_cast<std::size_t>(p.len));
+    p.have_len = false;
+  }
+  return Step::Ok;
+}
+
+// The least a list request in `p`, stopped at `need` bytes, can take: every field not
+// started yet still owes its 8-byte length. A client sending one key per write thus
+// triggers far fewer decode passes.
+std::size_t list_need(const detail::ListProgress& p, std::size_t need) {
+  if (!p.have_count) return need;
+  const std::size_t total = static_cast<std::size_t>(p.op == Op::MultiSet ? 2 * p.count : p.count);
+  // The field being read is counted in `need` already.
+  const std::size_t later = total - p.fields.size() - 1;
+  return need + 8 * later;
+}
+
+// Reads the arguments of a non-list `op` (the command byte is already consumed).
 Step read_args(Cursor& c, Request& r) {
   Step s = Step::Ok;
   switch (r.op) {
@@ -133,21 +180,8 @@ Step read_args(Cursor& c, Request& r) {
     case Op::Check:
     case Op::Wait:
     case Op::MultiGet:
-      return c.key_list(r.keys);
-    case Op::MultiSet: {
-      std::int64_t n = 0;
-      if ((s = c.i64(n)) != Step::Ok) return s;
-      if (n < 0) return c.bad(fmt::format("MULTI_SET with negative count {}", n));
-      if ((s = c.count(static_cast<std::uint64_t>(n))) != Step::Ok) return s;
-      for (std::int64_t i = 0; i < n; ++i) {
-        std::string_view k, v;
-        if ((s = c.key(k)) != Step::Ok) return s;
-        if ((s = c.value(v)) != Step::Ok) return s;
-        r.keys.push_back(k);
-        r.values.push_back(v);
-      }
-      return Step::Ok;
-    }
+    case Op::MultiSet:
+      break;  // read_list()
     case Op::NumKeys:
     case Op::CancelWait:
     case Op::List:
@@ -176,9 +210,17 @@ Dialect RequestDecoder::effective_dialect() const {
   return dialect_;
 }
 
-DecodeResult RequestDecoder::decode(std::span<const std::uint8_t> buffer, Request& out) {
+DecodeResult RequestDecoder::decode(std::span<const std::uint8_t> buffer, Request& out,
+                                    Resume resume) {
   clear_request(out);
   error_.clear();
+  // Go on only from the request the caller vouches for, and only if the cheap signs agree:
+  // anything else is read from its first byte, which is always right.
+  detail::ListProgress& p = progress_;
+  const bool resuming = resume == Resume::SamePrefix && p.active && buffer.size() >= p.seen &&
+                        buffer[0] == p.code &&
+                        (!p.have_count || load_u64(buffer.data() + 1) == p.count);
+  if (!resuming) p = detail::ListProgress{};
   if (buffer.empty()) return {DecodeStatus::NeedMore, 1};
 
   Dialect next = dialect_;  // committed only when the request completes
@@ -229,15 +271,59 @@ DecodeResult RequestDecoder::decode(std::span<const std::uint8_t> buffer, Reques
   }
 
   out.op = *op;
-  Cursor c(buffer, limits_, error_);
-  const std::uint8_t* skip = nullptr;
-  c.take(1, skip);
-  switch (read_args(c, out)) {
+  Step step = Step::Ok;
+  std::size_t need = 0;
+  std::size_t used = 0;
+  if (is_list(*op)) {
+    // The dialect only moves on Complete, so the same first byte means the same op; checked
+    // anyway, since progress read as the wrong op would be garbage.
+    if (p.active && p.op != *op) p = detail::ListProgress{};
+    if (!p.active) {
+      p.op = *op;
+      p.code = code;
+      p.pos = 1;
+      ++fields_read_;  // the command byte
+    }
+    Cursor c(buffer, limits_, error_, fields_read_, p.pos);
+    step = read_list(c, p);
+    used = c.pos();
+    need = step == Step::More ? list_need(p, c.need()) : 0;
+    if (step == Step::More) {
+      if (need > limits_.max_request_bytes) {
+        // It cannot fit whatever the rest holds: refuse now rather than buffer it first.
+        step = c.bad(
+            fmt::format("request exceeds {} bytes (max_request_bytes)", limits_.max_request_bytes));
+      } else {
+        p.active = true;
+        p.seen = buffer.size();
+        p.pos = c.pos();
+      }
+    }
+    if (step == Step::Ok) {
+      const char* base = reinterpret_cast<const char*>(buffer.data());
+      const bool pairs = p.op == Op::MultiSet;
+      out.keys.reserve(pairs ? p.fields.size() / 2 : p.fields.size());
+      if (pairs) out.values.reserve(p.fields.size() / 2);
+      for (std::size_t i = 0; i < p.fields.size(); ++i) {
+        std::string_view field(base + p.fields[i].first, p.fields[i].second);
+        (pairs && i % 2 == 1 ? out.values : out.keys).push_back(field);
+      }
+    }
+    if (step != Step::More) p = detail::ListProgress{};
+  } else {
+    Cursor c(buffer, limits_, error_, fields_read_);
+    const std::uint8_t* skip = nullptr;
+    c.take(1, skip);
+    step = read_args(c, out);
+    used = c.pos();
+    need = c.need();
+  }
+  switch (step) {
     case Step::Ok:
       dialect_ = next;
-      return {DecodeStatus::Complete, c.pos()};
+      return {DecodeStatus::Complete, used};
     case Step::More:
-      return {DecodeStatus::NeedMore, c.need()};
+      return {DecodeStatus::NeedMore, need};
     case Step::Bad:
       break;
   }
