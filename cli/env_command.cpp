@@ -11,6 +11,7 @@
 #include "config/usage_error.hpp"
 #include "gpu/devices.hpp"
 #include "launcher/containment.hpp"
+#include "launcher/default_python.hpp"
 #include "launcher/env_report.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/python_probe.hpp"
@@ -72,7 +73,7 @@ void add_env_command(CLI::App& app, Action& run) {
         }
       }
       // The interpreter a launch would use: --python's layers without a flag (env, file).
-      std::string python = "python3";
+      std::string python = launcher::default_python();
       try {
         const auto getenv = [&env](const std::string& name) { return launcher::lookup(env, name); };
         const config::Resolved resolved =

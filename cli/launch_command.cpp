@@ -15,6 +15,7 @@
 #include "gpu/devices.hpp"
 #include "gpu/nvml.hpp"
 #include "job/launch.hpp"
+#include "launcher/default_python.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/launch_plan.hpp"
 #include "launcher/program.hpp"
@@ -143,8 +144,9 @@ void add_launch_command(CLI::App& app, Action& run, Words words) {
       if (flags->module && flags->no_python) {
         throw UsageError("-m/--module and --no_python cannot be used together");
       }
-      // --python, else XLAUNCH_PYTHON, else the config file's python key (resolve() layers them).
-      request.program.python = request.settings.python.value_or("python3");
+      // --python, else XLAUNCH_PYTHON, else the config file's python key (resolve() layers them),
+      // else the environment's that xlaunch was installed in, or python3 on PATH.
+      request.program.python = request.settings.python.value_or(launcher::default_python());
       if (flags->run_path) {
         // torchrun runs the file with runpy in its own Python, whatever the file's name; here
         // the interpreter runs it as a script, which is what the file sees either way.

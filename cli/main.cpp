@@ -15,6 +15,7 @@
 #include "config/usage_error.hpp"
 #include "job/early_start.hpp"
 #include "launcher/console.hpp"
+#include "launcher/default_python.hpp"
 #include "launcher/exit_status.hpp"
 #include "launcher/launch_error.hpp"
 #include "launcher/process.hpp"
@@ -112,6 +113,7 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  xlaunch::launcher::remember_invocation(argc > 0 ? argv[0] : nullptr);
   xlaunch::launcher::reserve_standard_fds();
   xlaunch::launcher::restore_default_sigchld();
   const int code = dispatch(argc, argv);

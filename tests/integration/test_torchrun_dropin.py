@@ -323,6 +323,43 @@ def test_python_exec_picks_the_interpreter_as_in_torchrun(xlaunch_bin, tmp_path)
         "command: /usr/bin/python3 -u train.py"
 
 
+def test_an_xlaunch_installed_in_an_environment_runs_that_environments_python(xlaunch_bin,
+                                                                            tmp_path):
+    # torchrun and accelerate run workers with the Python they were installed in; pip puts
+    # xlaunch beside that python3, in a virtual (or conda) environment's bin folder.
+    venv = tmp_path / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    installed = venv / "bin" / "xlaunch"
+    installed.symlink_to(xlaunch_bin)  # as invoked: links are not followed
+    (tmp_path / "who.py").write_text("import sys\nprint('ran', sys.executable)\n")
+    r = subprocess.run([str(installed), "launch", "--num_processes", "1", "who.py"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                       env=isolated_env(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert f"ran {venv}/bin/python3" in r.stdout, r.stdout + r.stderr
+
+    def command(invoked, path, args=()):
+        r = subprocess.run([invoked, "launch", "--dry_run", *args, "who.py"], capture_output=True,
+                           text=True, cwd=tmp_path, timeout=60, env=isolated_env(tmp_path, PATH=path))
+        assert r.returncode == 0, r.stderr
+        return next(l for l in r.stdout.splitlines() if l.startswith("command: "))
+
+    # Found on PATH after /usr/bin, whose python3 PATH would give; a flag still names another.
+    path = f"/usr/bin:/bin:{venv}/bin"
+    assert command("xlaunch", path) == f"command: {venv}/bin/python3 -u who.py"
+    assert command("xlaunch", path, ["--python", "/bin/python3"]) == \
+        "command: /bin/python3 -u who.py"
+    # Not an environment's bin folder: python3 on PATH, as before. A link there into an
+    # environment (pipx's) does not count: that environment is xlaunch's own, without torch.
+    plain = tmp_path / "bin"
+    plain.mkdir()
+    (plain / "xlaunch").symlink_to(installed)
+    assert command("xlaunch", f"/usr/bin:/bin:{plain}") == "command: /usr/bin/python3 -u who.py"
+    assert command(str(plain / "xlaunch"), "/usr/bin:/bin") == \
+        "command: /usr/bin/python3 -u who.py"
+
+
 def test_rdzv_conf_keys_xlaunch_does_not_read_are_ignored_with_a_note(xlaunch_bin, tmp_path):
     # torchrun's backends read the keys they know and ignore the rest; refusing them (exit 2)
     # broke command lines written for torchrun 2.x (store_type, use_libuv, keep_alive_*).
