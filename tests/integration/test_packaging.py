@@ -69,6 +69,21 @@ def test_the_wheel_installs_the_binary_as_an_executable_and_the_python_package()
         assert "Root-Is-Purelib: false" in wheel_meta, wheel_meta
 
 
+def test_a_target_install_runs_through_python_dash_m(tmp_path):
+    # pip install --target records the program's path for a temporary layout: the package
+    # must find the program that is there, not run (or miss) whatever that path names.
+    target = tmp_path / "target"
+    must(["/usr/bin/python3", "-m", "pip", "install", "--no-index", "--no-deps", "-q",
+          "--target", target, artefact("*.whl")])
+    r = subprocess.run(["/usr/bin/python3", "-m", "xlaunch", "--version"], capture_output=True,
+                       text=True, timeout=60, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0 and r.stdout.strip() == version(), r.stdout + r.stderr
+    r = subprocess.run(["/usr/bin/python3", "-c", "import xlaunch; print(xlaunch.binary())"],
+                       capture_output=True, text=True, timeout=60,
+                       env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
+    assert r.stdout.strip() == str(target / "bin" / "xlaunch"), r.stdout + r.stderr
+
+
 def test_the_deb_holds_the_binary_and_the_client_library_with_its_metadata():
     deb = artefact("xlaunch_*.deb")
     # "MODE OWNER SIZE DATE TIME PATH", then " -> TARGET" for a link
