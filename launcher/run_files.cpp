@@ -143,7 +143,14 @@ RunFiles::RunFiles(const std::string& run_id, const std::optional<std::string>& 
 
 RunFiles::~RunFiles() {
   close_fd(log_fd_);
-  if (!keep_output_ && !keep_temporary_) remove_created();
+  if (keep_output_) return;
+  if (!keep_temporary_) {
+    remove_created();
+  } else {
+    // A failed run keeps what its ranks wrote (their error files); an empty folder, the
+    // usual case (most ranks never write one), tells nobody anything.
+    ::rmdir(run_dir_.c_str());
+  }
 }
 
 void RunFiles::remove_created() const {

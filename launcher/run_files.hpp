@@ -63,7 +63,8 @@ class RunFiles {
   std::string own_file(std::string_view name);
   /// Writes DIR/<name> atomically (no-op without --log_dir): activity.csv, report.html.
   void write_file(std::string_view name, std::string_view content) const;
-  /// Marks the run as failed: the temporary folder is then kept for its error files.
+  /// Marks the run as failed: the temporary folder is then kept for its error files, if any
+  /// was written.
   void keep() { keep_temporary_ = true; }
 
  private:

@@ -102,6 +102,13 @@ TEST_CASE("a file a worker left keeps its folder; a failed run keeps everything"
     files.keep();
   }
   CHECK(fs::exists(kept + "/attempt_0.rank_0.error.json"));
+  {
+    RunFiles files("job", std::nullopt);  // failed, and no rank wrote its error file
+    kept = files.run_dir();
+    files.prepare_rank(0, 0);
+    files.keep();
+  }
+  CHECK_FALSE(fs::exists(kept));
 }
 
 TEST_CASE("with --log_dir each rank has a folder for its logs and error file", "[run_files]") {
