@@ -120,7 +120,9 @@ void add_test_command(CLI::App& app, Action& run, Words words) {
       fs::path selftest = fs::read_symlink("/proc/self/exe").parent_path() / "xlaunch-selftest";
       if (!fs::exists(selftest)) {
         throw UsageError(fmt::format("the self-test worker is missing: {}", selftest.string()),
-                         "build the xlaunch_selftest target, or reinstall xlaunch");
+                         "the wheel, the .deb and the self-contained program do not ship it (its "
+                         "all-reduce needs NCCL or Gloo): build xlaunch from source where they "
+                         "are, and run that build's xlaunch test (docs/install.md)");
       }
       std::string dir_template = (fs::temp_directory_path() / "xlaunch-test-XXXXXX").string();
       if (::mkdtemp(dir_template.data()) == nullptr) {

@@ -101,3 +101,12 @@ def test_the_deb_depends_on_the_c_and_cxx_runtimes_only():
     depends = must(["dpkg-deb", "--field", artefact("xlaunch_*.deb"), "Depends"])
     names = {d.split()[0] for d in depends.strip().split(", ")}
     assert "libc6" in names and names <= {"libc6", "libgcc-s1", "libstdc++6"}, depends
+
+
+def test_xlaunch_test_from_a_package_says_why_its_worker_is_missing():
+    # The packages are built without NCCL and Gloo, so the self-test worker is not in them.
+    r = subprocess.run([str(artefact("xlaunch")), "test"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "the self-test worker is missing" in r.stderr
+    assert "do not ship it" in r.stderr and "docs/install.md" in r.stderr, r.stderr
