@@ -110,3 +110,16 @@ def test_xlaunch_test_from_a_package_says_why_its_worker_is_missing():
     assert r.returncode == 2, r.stdout + r.stderr
     assert "the self-test worker is missing" in r.stderr
     assert "do not ship it" in r.stderr and "docs/install.md" in r.stderr, r.stderr
+
+
+def test_every_package_carries_the_notices_of_the_libraries_compiled_in():
+    # yaml-cpp's MIT and CLI11's BSD-3 licences ask binary copies to reproduce their notices.
+    def named_all(text):
+        return all(name in text for name in ("yaml-cpp", "Jesse Beder", "CLI11",
+                                             "University of Cincinnati", "Redistributions in binary"))
+
+    assert named_all(artefact("THIRD_PARTY_NOTICES").read_text())
+    with zipfile.ZipFile(artefact("*.whl")) as z:
+        assert named_all(z.read("xlaunch/THIRD_PARTY_NOTICES").decode())
+    listing = must(["dpkg-deb", "-c", artefact("*.deb")])
+    assert "./usr/share/doc/xlaunch/THIRD_PARTY_NOTICES" in listing, listing
