@@ -123,49 +123,54 @@ def test_restarts_happen_on_every_machine_together(machines):
     assert job_failed_line(err0) == job_failed_line(err1)
 
 
-def test_ctrl_c_while_waiting_for_the_other_machines_ends_the_launcher(machines):
-    # Machine 0's worker is done at once; its launcher then waits for machine 1's.
+def _ctrl_c_machine_0_while_it_waits(machines, m0_args=(), m0_env=None, ready=None):
+    """Machine 0's worker is done at once; its launcher then waits for machine 1's, which
+    hangs. Once `ready()` returns, SIGINT to machine 0 must end it by the default action."""
     args = ["--heartbeat_timeout", "3"]
-    m0 = machines.start(0, 2, args, env={"MODE": "ok"})
+    m0 = machines.start(0, 2, [*args, *m0_args], env={"MODE": "ok", **(m0_env or {})})
     m1 = machines.start(1, 2, args, env={"MODE": "hang"})
-    wait_for_files(machines.out, "rank_*_attempt_0.json", 2, timeout=60)
-    assert wait_until_gone([machines.ranks()[0]["pid"]]) == []
+    ready()
     os.kill(m0.pid, signal.SIGINT)
     try:
-        rc0, _, _ = machines.finish(m0, timeout=30)
+        rc0, _, err0 = machines.finish(m0, timeout=30)
     except subprocess.TimeoutExpired:
         raise AssertionError("SIGINT was swallowed while machine 0 waited for machine 1")
-    assert rc0 == -signal.SIGINT  # the default action: the shell shows 130
+    assert rc0 == -signal.SIGINT, err0  # the default action: the shell shows 130
     rc1, _, err1 = machines.finish(m1, timeout=90)
     assert rc1 != 0, err1
     pids = [info["pid"] for info in machines.ranks().values()]
     assert wait_until_gone(pids) == []
+
+
+def _pause_after_activity_csv(build_dir, tmp_path, seconds, then_raise=None):
+    """The environment that pauses a launcher right after it writes activity.csv (its
+    workers have ended; the wait for the other machines has not begun)."""
+    shim = build_dir / "tests" / "libpause_after_rename.so"
+    assert shim.exists(), f"{shim} is not built: build the pause_after_rename target"
+    env = {"LD_PRELOAD": str(shim), "PAUSE_SECONDS": str(seconds),
+           "PAUSE_AFTER_RENAME": "/activity.csv", "PAUSE_MARKER": str(tmp_path / "paused")}
+    if then_raise:
+        env["PAUSE_RAISE"] = str(int(then_raise))
+    return env
+
+
+def test_ctrl_c_while_waiting_for_the_other_machines_ends_the_launcher(machines):
+    def ready():
+        wait_for_files(machines.out, "rank_*_attempt_0.json", 2, timeout=60)
+        assert wait_until_gone([machines.ranks()[0]["pid"]]) == []
+
+    _ctrl_c_machine_0_while_it_waits(machines, ready=ready)
 
 
 @pytest.mark.release_build  # preloads a library, which ASan's runtime refuses
 def test_ctrl_c_between_the_workers_end_and_the_wait_for_the_others_ends_the_launcher(
         machines, build_dir, tmp_path):
-    # Machine 0's launcher pauses where its worker has ended and it has not yet begun to wait
-    # for machine 1 (writing activity.csv): a SIGINT there was caught, then dropped.
-    shim = build_dir / "tests" / "libpause_after_rename.so"
-    assert shim.exists(), f"{shim} is not built: build the pause_after_rename target"
-    marker = tmp_path / "paused"
-    args = ["--heartbeat_timeout", "3"]
-    m0 = machines.start(0, 2, [*args, "--log_dir", str(tmp_path / "logs")],
-                        env={"MODE": "ok", "LD_PRELOAD": str(shim), "PAUSE_SECONDS": "3",
-                             "PAUSE_AFTER_RENAME": "/activity.csv", "PAUSE_MARKER": str(marker)})
-    m1 = machines.start(1, 2, args, env={"MODE": "hang"})
-    wait_for_files(tmp_path, "paused", 1, timeout=60)
-    os.kill(m0.pid, signal.SIGINT)
-    try:
-        rc0, _, err0 = machines.finish(m0, timeout=30)
-    except subprocess.TimeoutExpired:
-        raise AssertionError("SIGINT was dropped between the workers' end and the wait")
-    assert rc0 == -signal.SIGINT, err0
-    rc1, _, err1 = machines.finish(m1, timeout=90)
-    assert rc1 != 0, err1
-    pids = [info["pid"] for info in machines.ranks().values()]
-    assert wait_until_gone(pids) == []
+    # The launcher pauses where its worker has ended and it has not yet begun to wait for
+    # machine 1: a SIGINT there was caught, then dropped.
+    _ctrl_c_machine_0_while_it_waits(
+        machines, ["--log_dir", str(tmp_path / "logs")],
+        _pause_after_activity_csv(build_dir, tmp_path, 3),
+        ready=lambda: wait_for_files(tmp_path, "paused", 1, timeout=60))
 
 
 @pytest.mark.release_build  # preloads a library, which ASan's runtime refuses
@@ -174,15 +179,11 @@ def test_one_ctrl_c_delivered_twice_counts_once_while_waiting_for_the_others(
     # Machine 0's worker interrupts its launcher; the copy of that SIGINT (a terminal's and a
     # wrapper's) arrives right after machine 0's worker ended, as it waits for machine 1,
     # whose worker holds out until --term_timeout: one request, so both exit 130.
-    shim = build_dir / "tests" / "libpause_after_rename.so"
-    assert shim.exists(), f"{shim} is not built: build the pause_after_rename target"
     args = ["--term_timeout", "4"]
     env = {"MODE": "interrupt_0_stubborn_1"}
     m0 = machines.start(0, 2, [*args, "--log_dir", str(tmp_path / "logs")],
-                        env={**env, "LD_PRELOAD": str(shim), "PAUSE_SECONDS": "0",
-                             "PAUSE_AFTER_RENAME": "/activity.csv",
-                             "PAUSE_MARKER": str(tmp_path / "paused"),
-                             "PAUSE_RAISE": str(int(signal.SIGINT))})
+                        env={**env, **_pause_after_activity_csv(build_dir, tmp_path, 0,
+                                                                 then_raise=signal.SIGINT)})
     m1 = machines.start(1, 2, args, env=env)
     rc0, _, err0 = machines.finish(m0, timeout=60)
     rc1, _, err1 = machines.finish(m1, timeout=60)
