@@ -123,3 +123,12 @@ def test_every_package_carries_the_notices_of_the_libraries_compiled_in():
         assert named_all(z.read("xlaunch/THIRD_PARTY_NOTICES").decode())
     listing = must(["dpkg-deb", "-c", artefact("*.deb")])
     assert "./usr/share/doc/xlaunch/THIRD_PARTY_NOTICES" in listing, listing
+
+
+def test_the_deb_tells_dpkg_about_its_library():
+    # shlibs: dpkg-shlibdeps of a package linking libxlaunch finds its dependency; ldconfig
+    # puts the library in ld.so's cache.
+    deb = artefact("*.deb")
+    assert must(["dpkg-deb", "--info", deb, "shlibs"]).split() == \
+        ["libxlaunch", "0", "xlaunch", "(>=", f"{version()})"]
+    assert "ldconfig" in must(["dpkg-deb", "--info", deb, "postinst"])

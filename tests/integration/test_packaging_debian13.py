@@ -28,11 +28,12 @@ def files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def wheel_copy(trixie_root, tmp_path_factory):
-    """A copy where `builder` has a venv holding the wheel (~/v)."""
+    """A copy where `builder` has a venv holding the wheel (~/v) that sees the system's torch."""
     wheel = artefact("*.whl")
     copy = RootCopy(trixie_root, tmp_path_factory.mktemp("debian13-wheel"))
     copy.must(as_root=f"{APT} python3-venv >/dev/null",
-              as_user=f"python3 -m venv v && v/bin/pip install --no-index -q /dist/{wheel.name}",
+              as_user=f"python3 -m venv --system-site-packages v && "
+                      f"v/bin/pip install --no-index -q /dist/{wheel.name}",
               binds={wheel.parent: "/dist"})
     yield copy
     copy.remove()
@@ -50,9 +51,11 @@ def deb_copy(trixie_root, tmp_path_factory):
 
 
 def test_the_venv_xlaunch_runs_a_two_rank_torch_gloo_allreduce(wheel_copy, files):
-    # Not activated: the workers' python3 is the system's, which has torch 2.6.
+    # Not activated: the workers run the venv's python3, as torchrun installed there would;
+    # it sees the system's torch 2.6.
     r = wheel_copy.must(as_user="v/bin/xlaunch launch --num_processes 2 /files/allreduce.py",
                         binds={files: "/files"})
+    assert "xlaunch: command: /home/builder/v/bin/python3 -u /files/allreduce.py" in r.stderr
     for rank in (0, 1):
         assert f"explicit store ok rank {rank} sum 3 torch 2.6" in r.stdout, r.stdout + r.stderr
 
