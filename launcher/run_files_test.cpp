@@ -84,7 +84,8 @@ TEST_CASE("the run's own files are the ones the guardian knows, and only those",
   CHECK_THROWS_AS(files.own_file("notes.txt"), std::logic_error);
 }
 
-TEST_CASE("a file a worker left keeps its folder; a failed run keeps everything", "[run_files]") {
+TEST_CASE("a file a worker left keeps its folder; a failed run keeps what was written",
+          "[run_files]") {
   TempDir tmp;
   std::string left, kept;
   {
