@@ -60,7 +60,8 @@ const KeyFlag kKeyFlags[] = {
      kLaunch, "MODE"},
     {"python", "--python",
      "Interpreter for .py programs and -m; XLAUNCH_PYTHON and the config key python set it "
-     "too (default: python3 on PATH)",
+     "too (default: the python3 of the environment xlaunch was installed in, else python3 on "
+     "PATH)",
      kLaunch, "PATH"},
     {"num_machines", "--num_machines,--nnodes",
      "Machines in the job; MIN:MAX (e.g. 1:4) runs an elastic job with MIN to MAX machines "
