@@ -41,14 +41,14 @@ TEST_CASE("the python3 of the environment xlaunch was installed in") {
 
 TEST_CASE("the folder xlaunch was found in, links not followed") {
   FakeFiles fs;
-  fs.programs = {"/home/u/.local/bin/xlaunch", "/usr/bin/xlaunch", "/work/x/xlaunch"};
+  fs.programs = {"/home/u/.local/bin/xlaunch", "/usr/bin/xlaunch", "/srv/job/xlaunch"};
   CHECK(invoked_folder("/home/u/venv/bin/xlaunch", "/usr/bin", "/w", fs.is_program()) ==
         "/home/u/venv/bin");
   CHECK(invoked_folder("bin/xlaunch", "/usr/bin", "/w", fs.is_program()) == "/w/bin");
   CHECK(invoked_folder("/xlaunch", "", "/w", fs.is_program()) == "/");
   CHECK(invoked_folder("xlaunch", "/nope:/home/u/.local/bin:/usr/bin", "/w", fs.is_program()) ==
         "/home/u/.local/bin");
-  CHECK(invoked_folder("xlaunch", "/nope::/usr/bin", "/work/x", fs.is_program()) == "/work/x");
+  CHECK(invoked_folder("xlaunch", "/nope::/usr/bin", "/srv/job", fs.is_program()) == "/srv/job");
   CHECK(invoked_folder("xlaunch", "/nope", "/w", fs.is_program()).empty());
   CHECK(invoked_folder("", "/usr/bin", "/w", fs.is_program()).empty());
 }
