@@ -160,8 +160,7 @@ void Supervisor::Impl::read_stop_after_end(std::chrono::steady_clock::time_point
   stop_signals.async_wait([this, copies_until](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     if (std::chrono::steady_clock::now() < copies_until) {
-      files.log(fmt::format("received {} again within {}ms: the same request", signal_name(signal),
-                            kSameStopRequest.count()));
+      log_same_stop_request(signal);
       read_stop_after_end(copies_until);
       return;
     }

@@ -147,8 +147,7 @@ void Supervisor::Impl::watch_stop_signals() {
       case StopResponse::same_request:
         // One Ctrl-C delivered twice: by the terminal, and by a wrapper such as timeout(1)
         // that forwards what it gets.
-        files.log(fmt::format("received {} again within {}ms: the same request",
-                              signal_name(signal), kSameStopRequest.count()));
+        log_same_stop_request(signal);
         break;
       case StopResponse::kill_now:
         say("xlaunch: {} again: killing every worker now\n", signal_name(signal));
@@ -183,6 +182,11 @@ void Supervisor::Impl::note_signal_after_failure(int signal,
   interrupted_by = signal;
   interrupted_at = now;
   signal_after_failure = true;
+}
+
+void Supervisor::Impl::log_same_stop_request(int signal) {
+  files.log(fmt::format("received {} again within {}ms: the same request", signal_name(signal),
+                        kSameStopRequest.count()));
 }
 
 void Supervisor::Impl::finish_if_done() {

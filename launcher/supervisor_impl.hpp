@@ -239,6 +239,8 @@ struct Supervisor::Impl {
   void watch_stop_signals();
   /// A stop signal while a failure ends the attempt: no restart; the failure's exit code stays.
   void note_signal_after_failure(int signal, std::chrono::steady_clock::time_point now);
+  /// A copy of the stop request already acted on (one Ctrl-C delivered twice): logged only.
+  void log_same_stop_request(int signal);
   // --signals_to_handle beyond the stop signals (supervisor_signals_posix.cpp).
   void add_other_signals();
   void watch_other_signals();
