@@ -129,9 +129,14 @@ def _xlaunch_settle(os):
     # the ranks then start on their own instead of waiting for it.
     handler = signal.signal(signal.SIGALRM, signal.SIG_DFL)
     previous = signal.alarm(5)
-    pid = fork()
-    if pid == 0:
-        os._exit(0)
+    template = os.getpid()
+    try:
+        pid = fork()
+    finally:
+        # The child leaves at once, even if a Python signal handler raised as fork returned:
+        # nothing of the template's code may run in it.
+        if os.getpid() != template:
+            os._exit(0)
     signal.alarm(0)
     if handler is not None:
         signal.signal(signal.SIGALRM, handler)
@@ -167,7 +172,9 @@ def _xlaunch_unsafe(os, sys, control_fd):
     if signal.getsignal(signal.SIGCHLD) != signal.SIG_DFL:
         return "a preloaded module changed how SIGCHLD is handled"
     threads = os.listdir("/proc/self/task")
-    if len(threads) > 1:
+    # A Python thread stops at no fork handler, and one waiting for the GIL could keep the
+    # throwaway fork's child in the interpreter: only threads outside Python are settled.
+    if len(threads) > 1 and len(sys._current_frames()) == 1:
         threads, why = _xlaunch_settle(os)
         if why:
             return why

@@ -2,7 +2,7 @@
 // library loads, stopped by a pthread_atfork prepare handler, started again when next used.
 // Loaded by a --preload module in test_preload.py: the template must fork ranks from it.
 // FORK_POOL_HANG=prepare or =child adds a fork handler that never returns, in the forking
-// process or in the child.
+// process or in the child; FORK_POOL_STAYS=1 makes a pool that does not stop at a fork.
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +45,7 @@ static void hang(void) {
 }
 
 __attribute__((constructor)) static void load(void) {
-  pthread_atfork(stop_before_fork, 0, 0);
+  if (getenv("FORK_POOL_STAYS") == 0) pthread_atfork(stop_before_fork, 0, 0);
   const char* hang_at = getenv("FORK_POOL_HANG");
   if (hang_at != 0 && strcmp(hang_at, "prepare") == 0) pthread_atfork(hang, 0, 0);
   if (hang_at != 0 && strcmp(hang_at, "child") == 0) pthread_atfork(0, 0, hang);

@@ -251,13 +251,27 @@ def test_a_launcher_stopped_during_the_templates_check_leaves_no_fork_of_it(
 
 def test_python_fork_hooks_do_not_run_for_the_templates_own_check(xlaunch_bin, torch_python,
                                                                   tmp_path):
+    # A pool of C threads that stays through the throwaway fork: refused after it.
     effect = tmp_path / "effect.txt"
     line = _refusal(xlaunch_bin, torch_python, tmp_path,
-                    "import os, threading, time\n"
-                    "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
-                    f"os.register_at_fork(after_in_child=lambda: open({str(effect)!r}, 'a'))\n")
-    assert line.endswith("a preloaded module started 1 thread(s)"), line
+                    _fork_pool(tmp_path) +
+                    f"os.register_at_fork(after_in_child=lambda: open({str(effect)!r}, 'a'))\n",
+                    env={"FORK_POOL_STAYS": "1"})
+    assert line.endswith("a preloaded module started 2 thread(s)"), line
     assert not effect.exists()
+
+
+def test_a_python_thread_is_refused_without_the_throwaway_fork(xlaunch_bin, torch_python,
+                                                               tmp_path):
+    # No fork handler stops a Python thread, and the throwaway fork's child could wait for the
+    # GIL it holds: a child fork handler that hangs shows whether that fork was made.
+    line = _refusal(xlaunch_bin, torch_python, tmp_path,
+                    _fork_pool(tmp_path) +
+                    "import threading, time\n"
+                    "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n",
+                    env={"FORK_POOL_HANG": "child"})
+    assert line == ("xlaunch: --preload: the ranks start without a template: a preloaded module "
+                    "started 3 thread(s)")
 
 
 def test_a_module_that_leaves_a_descriptor_open_is_refused(xlaunch_bin, torch_python, tmp_path):
