@@ -1,10 +1,6 @@
 #include "rendezvous/pending_bytes.hpp"
 
 namespace xlaunch::rendezvous {
-namespace {
-// Give back a big request's buffer once it has been handled.
-constexpr std::size_t kKeepCapacity = 256 * 1024;
-}  // namespace
 
 std::span<const std::uint8_t> PendingBytes::with(std::span<const std::uint8_t> fresh) {
   if (bytes_.empty()) return fresh;
@@ -16,11 +12,12 @@ void PendingBytes::keep_rest(std::span<const std::uint8_t> data, std::size_t use
   if (data.data() == bytes_.data()) {
     // `data` is our own buffer: assigning from it would read what it overwrites.
     bytes_.erase(bytes_.begin(), bytes_.begin() + static_cast<std::ptrdiff_t>(used));
-    if (bytes_.empty() && bytes_.capacity() > kKeepCapacity)
-      std::vector<std::uint8_t>().swap(bytes_);
   } else {
     bytes_.assign(data.begin() + static_cast<std::ptrdiff_t>(used), data.end());
   }
+  // An idle connection holds no buffer: the store's budget counts kept bytes, not capacity,
+  // and thousands of idle clients must not each keep their last split request's room.
+  if (bytes_.empty()) std::vector<std::uint8_t>().swap(bytes_);
 }
 
 }  // namespace xlaunch::rendezvous

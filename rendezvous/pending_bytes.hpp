@@ -20,6 +20,8 @@ class PendingBytes {
   bool empty() const { return bytes_.empty(); }
   /// Bytes kept of the incomplete request.
   std::size_t size() const { return bytes_.size(); }
+  /// Memory held for them (none when nothing is kept).
+  std::size_t capacity() const { return bytes_.capacity(); }
 
  private:
   std::vector<std::uint8_t> bytes_;

@@ -42,3 +42,14 @@ TEST_CASE("PendingBytes: keeping the whole of its own buffer changes nothing", "
   p.keep_rest(data, 0);
   CHECK(text(p.with({})) == "abcdef");
 }
+
+TEST_CASE("PendingBytes: once a split request is handled, nothing is held", "[pending]") {
+  PendingBytes p;
+  std::string head(64 * 1024, 'a'), tail(64 * 1024, 'b');
+  p.keep_rest(p.with(bytes(head)), 0);  // the request's first half
+  CHECK(p.capacity() >= head.size());
+  auto data = p.with(bytes(tail));
+  p.keep_rest(data, data.size());  // handled whole
+  CHECK(p.empty());
+  CHECK(p.capacity() == 0);
+}

@@ -17,8 +17,11 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 namespace {
-// Give back a big reply's buffer once it has been sent.
+// Written bytes dropped from the front of a reply buffer a slow client has not taken whole.
 constexpr std::size_t kKeepBufferBytes = 256 * 1024;
+// Room an idle connection keeps for its next replies: small ones need no allocation, and
+// thousands of idle clients do not each hold their largest reply's buffer.
+constexpr std::size_t kIdleReplyCapacity = 1024;
 // Ready sockets taken per wake-up; more wait for the next round, after other work.
 constexpr std::size_t kReadyBatch = 256;
 // Connections accepted per wake-up: a full accept queue at the default net.core.somaxconn
@@ -261,7 +264,7 @@ bool ServerCore::flush(Connection& c) {
   if (c.unsent() == 0) {
     c.sent = 0;
     c.out.clear();
-    if (c.out.capacity() > kKeepBufferBytes) std::string().swap(c.out);
+    if (c.out.capacity() > kIdleReplyCapacity) std::string().swap(c.out);
   } else if (c.sent >= kKeepBufferBytes && c.sent >= c.unsent()) {
     // A client that never quite catches up would otherwise keep every written byte.
     c.out.erase(0, c.sent);
