@@ -313,10 +313,20 @@ void GroupGuardian::kill_descendants() {
 }
 
 void GroupGuardian::kill_unknown_children(const std::function<bool(long)>& known) const {
+  std::vector<long> doomed;
   for (long child : list_children()) {
     const bool helper = child == pid_ || child == spawner_pid() || child == preload_template_pid();
-    if (!helper && !known(child)) ::kill(static_cast<pid_t>(child), SIGKILL);
+    if (!helper && !known(child)) doomed.push_back(child);
   }
+  // Their own descendants too: killed first, a daemon would hand its children to this
+  // subreaper after the list was read. Each is stopped before its children are read, so it
+  // forks none after, and reaps none (a stopped parent's ended child keeps its pid taken).
+  constexpr std::size_t kMostDescendants = 4096;
+  for (std::size_t i = 0; i < doomed.size() && doomed.size() < kMostDescendants; ++i) {
+    ::kill(static_cast<pid_t>(doomed[i]), SIGSTOP);
+    for (long grandchild : list_children(doomed[i])) doomed.push_back(grandchild);
+  }
+  for (long pid : doomed) ::kill(static_cast<pid_t>(pid), SIGKILL);
 }
 
 }  // namespace xlaunch::launcher

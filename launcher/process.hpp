@@ -64,6 +64,8 @@ long fork_into_cgroup(int cgroup_dir_fd, unsigned long extra_flags = 0);
 void signal_group(long pgid, int signal);
 /// Whether process group `pgid` has a member (one this process may not signal included).
 bool group_exists(long pgid);
+/// Whether a process (a zombie included) has pid `pid`.
+bool process_exists(long pid);
 
 /// Opens /dev/null on whichever of fds 0, 1, 2 is closed, so that no pipe, socket or log
 /// opened later takes a standard descriptor's number. Call first thing.
@@ -110,6 +112,8 @@ void become_child_subreaper();
 
 /// The launcher's direct children now (workers and adopted orphans).
 std::vector<long> list_children();
+/// The direct children of process `pid` now (none if it is gone).
+std::vector<long> list_children(long pid);
 
 /// Where spawn_worker puts each new worker; GroupGuardian::start sets it for the run.
 struct WorkerPlacement {

@@ -56,6 +56,10 @@ bool group_exists(long pgid) {
   return pgid > 0 && (::kill(static_cast<pid_t>(-pgid), 0) == 0 || errno == EPERM);
 }
 
+bool process_exists(long pid) {
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
 void reserve_standard_fds() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
@@ -125,19 +129,25 @@ std::vector<int> ignored_stop_signals() {
 
 void become_child_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1); }
 
-std::vector<long> list_children() {
+namespace {
+std::vector<long> children_in(const std::string& proc_dir) {
   std::vector<long> children;
-  DIR* tasks = ::opendir("/proc/self/task");
+  DIR* tasks = ::opendir((proc_dir + "/task").c_str());
   if (tasks == nullptr) return children;
   while (dirent* entry = ::readdir(tasks)) {
     if (entry->d_name[0] == '.') continue;
-    std::ifstream file(std::string("/proc/self/task/") + entry->d_name + "/children");
+    std::ifstream file(proc_dir + "/task/" + entry->d_name + "/children");
     long pid = 0;
     while (file >> pid) children.push_back(pid);
   }
   ::closedir(tasks);
   return children;
 }
+}  // namespace
+
+std::vector<long> list_children() { return children_in("/proc/self"); }
+
+std::vector<long> list_children(long pid) { return children_in("/proc/" + std::to_string(pid)); }
 
 std::vector<ExitEvent> reap_ended_children() {
   std::vector<ExitEvent> events;

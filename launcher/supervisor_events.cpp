@@ -23,6 +23,7 @@ void Supervisor::Impl::watch_children() {
   child_signals.async_wait([this](const boost::system::error_code& ec, int) {
     if (ec) return;
     for (const ExitEvent& event : reap_ended_children()) on_exit(event);
+    forget_emptied_groups();
     if (!attempt_done) watch_children();
   });
 }
@@ -43,10 +44,7 @@ void Supervisor::Impl::on_exit(const ExitEvent& event) {
   Worker& worker = workers[index];
   worker.running = false;
   // A group outlives its leader only while it has members; then its number is free.
-  if (!group_exists(event.pid)) {
-    worker.group_gone = true;
-    guardian.forget(event.pid);
-  }
+  if (!group_exists(event.pid)) forget_group(worker);
   settle_start(worker);
   // A rank that never ran its program is reported by why, not by the status that says so.
   worker.outcome.exit_code = worker.start_failure ? worker.start_failure_code : event.exit_code;
@@ -105,8 +103,31 @@ void Supervisor::Impl::stop_workers(int signal) {
   });
 }
 
-void Supervisor::Impl::signal_worker_group(const Worker& worker, int signal) {
-  if (!worker.group_gone) signal_group(worker.outcome.pid, signal);
+void Supervisor::Impl::signal_worker_group(Worker& worker, int signal) {
+  if (worker.group_gone) return;
+  // The kernel frees a number only once no process, group or session uses it: with the
+  // leader reaped, a process of that pid means the group emptied unseen (its last member
+  // reaped by a parent of its own) and the number now belongs to someone else.
+  if (!worker.running && worker.outcome.pid > 0 && process_exists(worker.outcome.pid)) {
+    forget_group(worker);
+    return;
+  }
+  signal_group(worker.outcome.pid, signal);
+}
+
+void Supervisor::Impl::forget_emptied_groups() {
+  // This subreaper reaps what a worker left in its group once that one's parent is gone: the
+  // last member's exit is seen here, while nothing else can have its number yet.
+  for (Worker& worker : workers) {
+    if (worker.outcome.pid > 0 && !worker.running && !worker.group_gone &&
+        !group_exists(worker.outcome.pid))
+      forget_group(worker);
+  }
+}
+
+void Supervisor::Impl::forget_group(Worker& worker) {
+  worker.group_gone = true;
+  guardian.forget(worker.outcome.pid);
 }
 
 void Supervisor::Impl::kill_all(std::string_view why) {

@@ -231,8 +231,12 @@ struct Supervisor::Impl {
   void finish_worker(Worker& worker);
   void stop_workers(int signal);
   // Signals the worker's process group while it is surely the worker's: not after the group
-  // was found empty (Worker::group_gone).
-  void signal_worker_group(const Worker& worker, int signal);
+  // was found empty (Worker::group_gone), nor once a process has the reaped leader's pid.
+  void signal_worker_group(Worker& worker, int signal);
+  // After children were reaped: groups that outlived their leader and have now emptied are
+  // let go, before their numbers can go to a new process.
+  void forget_emptied_groups();
+  void forget_group(Worker& worker);
   void kill_all(std::string_view why);
   // Ignored at start (nohup's SIGHUP, say): not watched, so they stay ignored.
   void add_stop_signals();

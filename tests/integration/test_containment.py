@@ -21,8 +21,8 @@ import pytest
 from launch_helpers import WORKERS, alive, launch, start, wait_for_files, wait_until_gone
 
 ESCAPEES = str(WORKERS / "escapees.py")
-KINDS = ["setsid", "daemon", "group", "group_setsid"]
-ESCAPED = ["setsid", "daemon", "group_setsid"]  # left the worker's process group
+KINDS = ["setsid", "setsid_tree", "daemon", "group", "group_setsid"]
+ESCAPED = ["setsid", "setsid_tree", "daemon", "group_setsid"]  # left the worker's process group
 # XLAUNCH_CONTAINMENT value → the name xlaunch env and xlaunch.log use.
 MECHANISMS = {"cgroup": "cgroup", "pidns": "pid-namespace", "group": "process-group"}
 STRONG = ["cgroup", "pidns"]  # they contain every descendant
@@ -243,7 +243,7 @@ def test_a_successful_run_leaves_no_process_and_no_cgroup(xlaunch_bin, tmp_path,
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "all 2 workers finished successfully" in err
-    guaranteed = KINDS if mechanism in STRONG else ["setsid", "daemon", "group"]
+    guaranteed = KINDS if mechanism in STRONG else ["setsid", "setsid_tree", "daemon", "group"]
     assert_all_gone(recorded(tmp_path, guaranteed), f"{mechanism}, after a successful run")
     if mechanism in STRONG:
         assert_nothing_marked_left(marker)
@@ -260,7 +260,7 @@ def test_the_end_of_an_attempt_kills_escaped_descendants(xlaunch_bin, tmp_path, 
     proc = start_escapees(xlaunch_bin, marker, mechanism, tmp_path, mode="restart",
                           extra_args=["--max_restarts", "1", "--log_dir", str(tmp_path / "logs")])
     wait_for_escapees(proc, tmp_path)
-    kinds = KINDS if mechanism in STRONG else ["setsid", "daemon", "group"]
+    kinds = KINDS if mechanism in STRONG else ["setsid", "setsid_tree", "daemon", "group"]
     attempt0 = recorded(tmp_path, kinds)
     try:
         wait_for_files(tmp_path, "up_*_1", 2)

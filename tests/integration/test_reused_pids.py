@@ -5,6 +5,7 @@ after the launcher was killed (a hostile review's finding: both did)."""
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -62,6 +63,112 @@ def test_a_finished_workers_reused_pid_is_never_signalled(xlaunch_bin, tmp_path,
         time.sleep(0.3)
         # ...and nothing else.
         assert stranger.poll() is None, f"the stranger with pid {rank1} was killed ({end})"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if stranger is not None:
+            stranger.kill()
+            stranger.wait()
+
+
+# Rank 1 ends at once but leaves a helper in its group, which outlives it by a moment.
+WORKER_WITH_HELPER = ('echo $$ > "$D/pid.$LOCAL_RANK"; '
+                      'if [ "$LOCAL_RANK" = 1 ]; then '
+                      '(sleep 1; : > "$D/helper_done") >/dev/null 2>&1 & exit 0; fi; '
+                      'while [ ! -e "$D/go" ]; do sleep 0.05; done')
+
+
+@pytest.mark.parametrize("containment,end", [("cgroup", "normal"), ("group", "normal"),
+                                             ("group", "launcher SIGKILLed")])
+def test_a_group_that_outlived_its_worker_is_let_go_once_empty(xlaunch_bin, tmp_path,
+                                                               containment, end):
+    # The group still had a member when its leader was reaped; that member, adopted by the
+    # launcher, ends later. From then on the number is free (a hostile review's finding: it
+    # was still killed at the attempt's end).
+    env = {"D": str(tmp_path), "XLAUNCH_CONTAINMENT": containment}
+    p = start(xlaunch_bin, ["--nproc_per_node", "2", "--stall_timeout", "0", "--no_python",
+                            "/bin/sh", "-c", WORKER_WITH_HELPER], env=env)
+    stranger = None
+    try:
+        wait_for_pids(tmp_path, "pid.*", 2)
+        rank0, rank1 = int((tmp_path / "pid.0").read_text()), int((tmp_path / "pid.1").read_text())
+        deadline = time.monotonic() + 30
+        while True:  # the helper ended and was reaped: nothing is left in rank 1's group
+            try:
+                os.killpg(rank1, 0)
+            except ProcessLookupError:
+                if (tmp_path / "helper_done").exists():
+                    break
+            assert time.monotonic() < deadline, f"rank 1's group {rank1} never emptied"
+            time.sleep(0.02)
+        stranger = stranger_with_pid(rank1)
+        assert os.getpgid(stranger.pid) == rank1
+        if end == "normal":
+            (tmp_path / "go").touch()
+            out, err = p.communicate(timeout=60)
+            assert p.returncode == 0, err
+        else:
+            p.send_signal(signal.SIGKILL)
+            p.communicate(timeout=60)
+            assert wait_until_gone([rank0]) == [], "rank 0 outlived its SIGKILLed launcher"
+        time.sleep(0.3)
+        assert stranger.poll() is None, f"the stranger with pid {rank1} was killed ({end})"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if stranger is not None:
+            stranger.kill()
+            stranger.wait()
+
+
+# The last member of rank 1's group is reaped by a parent outside the group, which the
+# launcher never hears of: a process that left for a session of its own.
+LEAVER = """
+import os, pathlib, sys, time
+d = pathlib.Path(sys.argv[1])
+last = os.fork()
+if last == 0:  # stays in the worker's group a moment
+    time.sleep(1)
+    os._exit(0)
+os.setsid()
+os.waitpid(last, 0)
+(d / "helper_done").touch()
+time.sleep(300)
+"""
+
+
+@pytest.mark.parametrize("containment", ["cgroup", "group"])
+def test_a_group_emptied_out_of_sight_is_not_signalled_once_its_number_is_reused(
+        xlaunch_bin, tmp_path, containment):
+    (tmp_path / "leaver.py").write_text(LEAVER)
+    worker = ('echo $$ > "$D/pid.$LOCAL_RANK"; '
+              'if [ "$LOCAL_RANK" = 1 ]; then '
+              f'{sys.executable} "$D/leaver.py" "$D" >/dev/null 2>&1 & exit 0; fi; '
+              'while [ ! -e "$D/go" ]; do sleep 0.05; done')
+    env = {"D": str(tmp_path), "XLAUNCH_CONTAINMENT": containment}
+    p = start(xlaunch_bin, ["--nproc_per_node", "2", "--stall_timeout", "0", "--no_python",
+                            "/bin/sh", "-c", worker], env=env)
+    stranger = None
+    try:
+        wait_for_pids(tmp_path, "pid.*", 2)
+        rank1 = int((tmp_path / "pid.1").read_text())
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "helper_done").exists():
+            assert time.monotonic() < deadline, "the helper never reaped the group's last member"
+            time.sleep(0.02)
+        while os.path.exists(f"/proc/{rank1}"):
+            assert time.monotonic() < deadline, f"rank 1 (pid {rank1}) was never reaped"
+            time.sleep(0.02)
+        with pytest.raises(ProcessLookupError):
+            os.killpg(rank1, 0)
+        stranger = stranger_with_pid(rank1)
+        (tmp_path / "go").touch()
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        time.sleep(0.3)
+        assert stranger.poll() is None, f"the stranger with pid {rank1} was killed"
     finally:
         if p.poll() is None:
             p.kill()

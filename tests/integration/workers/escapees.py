@@ -2,6 +2,8 @@
 
 It starts these, each recording its pid in $OUT_DIR/<kind>_<rank>_<attempt> and sleeping:
   setsid        a child that calls setsid() (a session and process group of its own)
+  setsid_tree   a child of that one, in its session: adopted by the launcher only once its
+                parent is killed
   daemon        a double-forked daemon (fork, setsid, fork; the middle process exits)
   group         a child that stays in the worker's process group
   group_setsid  a setsid() child of that same-group child
@@ -20,7 +22,7 @@ out = os.environ["OUT_DIR"]
 rank = os.environ["RANK"]
 attempt = os.environ["TORCHELASTIC_RESTART_COUNT"]
 mode = os.environ.get("MODE", "wait")
-KINDS = ["setsid", "daemon", "group", "group_setsid"]
+KINDS = ["setsid", "setsid_tree", "daemon", "group", "group_setsid"]
 
 
 def record(kind):
@@ -49,6 +51,7 @@ def fork(body):
 
 def setsid_child():
     os.setsid()
+    fork(lambda: (record("setsid_tree"), sleep_long()))
     record("setsid")
     sleep_long()
 
