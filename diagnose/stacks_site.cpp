@@ -82,7 +82,9 @@ def _xlaunch_setup():
     folder = os.environ.get("XLAUNCH_STACKS_DIR")
     signum = os.environ.get("XLAUNCH_STACKS_SIGNAL")
     # A Python 2 that a worker runs finds this file too: it has no faulthandler; chain only.
-    rank_process = os.getppid() in (@LAUNCHER_PID@, 0)
+    # A rank is the launcher's child and leads its own process group; a Python the launcher
+    # adopted (left by a subshell that ended) is its child too, in a rank's group.
+    rank_process = os.getppid() in (@LAUNCHER_PID@, 0) and os.getpgrp() == os.getpid()
     if folder and signum and sys.version_info[0] >= 3 and rank_process:
         try:
             import faulthandler

@@ -139,3 +139,37 @@ def test_pythons_a_rank_starts_get_no_stack_files_and_no_dump_handler(xlaunch_bi
     pid = re.search(r"pid: (\d+)", r.stdout).group(1)
     files = re.search(r"files: (\[.*\])", r.stdout).group(1)
     assert files == str([f"rank_0.{pid}.fd", f"rank_0.{pid}.stacks"]), r.stdout
+
+
+def test_a_python_the_launcher_adopted_is_not_set_up_as_a_rank(xlaunch_bin, tmp_path):
+    # A helper left by a subshell that ended is adopted by the launcher (the subreaper), so
+    # its parent is the launcher as a rank's is; it leads no process group of its own, though.
+    (tmp_path / "probe.py").write_text(textwrap.dedent("""
+        import os, re, sys
+        status = open("/proc/self/status").read()
+        caught = int(re.search(r"SigCgt:\\s*([0-9a-f]+)", status).group(1), 16) >> 22 & 1
+        mine = [f for f in os.listdir(os.environ["XLAUNCH_STACKS_DIR"])
+                if f.endswith(".%d.fd" % os.getpid())]
+        with open(sys.argv[1] + ".tmp", "w") as f:
+            f.write("ppid %d launcher %s catches %d files %s" % (os.getppid(), sys.argv[2],
+                                                                 caught, mine))
+        os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+    """))
+    (tmp_path / "rank.py").write_text(textwrap.dedent("""
+        import os, subprocess, sys, time
+        out, probe = sys.argv[1], sys.argv[2]
+        # The subshell ends at once; its child runs the probe once the launcher adopted it.
+        subprocess.run(["sh", "-c", '(sleep 0.5; exec "$0" "$1" "$2" "$3") >/dev/null 2>&1 &',
+                        sys.executable, probe, out, str(os.getppid())], check=True)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(out) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    """))
+    out = tmp_path / "probe.out"
+    r = launch(xlaunch_bin, ["--nproc_per_node", "1", str(tmp_path / "rank.py"), str(out),
+                             str(tmp_path / "probe.py")])
+    assert r.returncode == 0, r.stderr
+    seen = out.read_text()
+    ppid, launcher = re.search(r"ppid (\d+) launcher (\d+)", seen).groups()
+    assert ppid == launcher, f"the probe was not adopted by the launcher: {seen}"
+    assert "catches 0 files []" in seen, seen
