@@ -42,6 +42,9 @@ constexpr std::array kLimitFlags{
     LimitFlag{"--max_buffered_bytes", &Limits::max_buffered_bytes, kMaxBytes,
               "Most bytes of unfinished requests buffered across all connections; past it the "
               "connection buffering the most is closed"},
+    LimitFlag{"--max_stored_bytes", &Limits::max_stored_bytes, kMaxBytes,
+              "Most bytes of keys, values and queued items the store holds, all together (64 "
+              "more counted for each); a request that would pass it closes its connection"},
 };
 
 struct StoreFlags {

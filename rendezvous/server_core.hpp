@@ -99,7 +99,8 @@ struct ServerCore {
   // One reply may be as large as the largest value (a GET), or the buffered-bytes limit.
   StoreState state{
       StateLimits{options.limits.max_value_bytes,
-                  std::max(options.limits.max_buffered_bytes, options.limits.max_value_bytes + 8)}};
+                  std::max(options.limits.max_buffered_bytes, options.limits.max_value_bytes + 8),
+                  options.limits.max_stored_bytes}};
   // Node-based: a Connection& stays valid while others are added or closed.
   std::unordered_map<ConnId, Connection> conns;
   PendingBudget pending{options.limits.max_buffered_bytes};

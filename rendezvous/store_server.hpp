@@ -28,6 +28,9 @@ struct ServerLimits {
   /// Bound on the bytes of unfinished requests buffered across all connections. Past it,
   /// the connection that buffers the most is closed (and again, until the total fits).
   std::size_t max_buffered_bytes = 256 * 1024 * 1024;
+  /// Bound on what the store holds: keys, values and queued items, all together. A request
+  /// that would pass it closes its connection and changes nothing.
+  std::size_t max_stored_bytes = std::size_t{1} << 30;
 };
 
 struct ServerOptions {

@@ -72,12 +72,51 @@ void StoreState::store(std::string_view key, std::string value, Effects& fx) {
   auto it = kv_.find(key);
   if (it == kv_.end()) {
     if (watchers_.find(key) != watchers_.end()) notify(key, kWatchCreated, {}, value, fx);
+    stored_bytes_ += key.size() + value.size() + kEntryOverhead;
     kv_.emplace(std::string(key), std::move(value));
   } else {
     if (watchers_.find(key) != watchers_.end()) notify(key, kWatchUpdated, it->second, value, fx);
+    stored_bytes_ = stored_bytes_ - it->second.size() + value.size();
     it->second = std::move(value);
   }
   wake_all(key, fx);
+}
+
+bool StoreState::room_for(std::size_t freed, std::size_t added, std::string_view request,
+                          std::string_view key, std::string& error) const {
+  const std::size_t after = stored_bytes_ - std::min(freed, stored_bytes_);
+  if (added <= limits_.max_stored_bytes && after <= limits_.max_stored_bytes - added) return true;
+  error = fmt::format(
+      "{} of key \"{}\" would make the store hold {} bytes, over its limit of {} "
+      "(max_stored_bytes)",
+      request, printable(key), after + added, limits_.max_stored_bytes);
+  return false;
+}
+
+bool StoreState::store_within_limit(std::string_view key, std::string value,
+                                    std::string_view request, Effects& fx, std::string& error) {
+  auto it = kv_.find(key);
+  const std::size_t freed = it == kv_.end() ? 0 : it->second.size();
+  const std::size_t added = value.size() + (it == kv_.end() ? key.size() + kEntryOverhead : 0);
+  if (!room_for(freed, added, request, key, error)) return false;
+  store(key, std::move(value), fx);
+  return true;
+}
+
+bool StoreState::multi_set(const Request& r, Effects& fx, std::string& error) {
+  // All or nothing: the whole request is measured before any key is set.
+  Map<std::size_t> sizes;  // each key's value as the request leaves it
+  for (std::size_t i = 0; i < r.keys.size(); ++i)
+    sizes[std::string(r.keys[i])] = r.values[i].size();
+  std::size_t freed = 0, added = 0;
+  for (const auto& [key, size] : sizes) {
+    auto it = kv_.find(key);
+    freed += it == kv_.end() ? 0 : it->second.size();
+    added += size + (it == kv_.end() ? key.size() + kEntryOverhead : 0);
+  }
+  if (!r.keys.empty() && !room_for(freed, added, "MULTI_SET", r.keys.front(), error)) return false;
+  for (std::size_t i = 0; i < r.keys.size(); ++i) store(r.keys[i], std::string(r.values[i]), fx);
+  return true;
 }
 
 // One case per request; those that need more than a few lines have a function below.
@@ -91,15 +130,13 @@ bool StoreState::apply(ConnId conn, Dialect dialect, const Request& r, std::stri
       put_u32(reply, r.word);
       return true;
     case Op::Set:
-      store(r.key, std::string(r.value), fx);
-      return true;
+      return store_within_limit(r.key, std::string(r.value), "SET", fx, error);
     case Op::Get:
       return get(r.key, legacy, reply, error);
     case Op::Add:
       return add(r.key, r.delta, reply, fx, error);
     case Op::CompareSet:
-      compare_set(r, reply, fx);
-      return true;
+      return compare_set(r, reply, fx, error);
     case Op::Check:
       put_u8(reply, all_exist(r.keys) ? kCheckReady : kCheckNotReady);
       return true;
@@ -124,12 +161,9 @@ bool StoreState::apply(ConnId conn, Dialect dialect, const Request& r, std::stri
     case Op::MultiGet:
       return multi_get(r.keys, legacy, reply, error);
     case Op::MultiSet:
-      for (std::size_t i = 0; i < r.keys.size(); ++i)
-        store(r.keys[i], std::string(r.values[i]), fx);
-      return true;
+      return multi_set(r, fx, error);
     case Op::QueuePush:
-      queue_push(r.key, r.value, fx);
-      return true;
+      return queue_push(r.key, r.value, fx, error);
     case Op::QueuePop:
       queue_pop(r.key, reply);
       return true;
@@ -168,8 +202,7 @@ bool StoreState::append(std::string_view key, std::string_view tail, Effects& fx
   }
   std::string value = it == kv_.end() ? std::string() : it->second;
   value.append(tail);
-  store(key, std::move(value), fx);
-  return true;
+  return store_within_limit(key, std::move(value), "APPEND", fx, error);
 }
 
 bool StoreState::all_exist(const std::vector<std::string_view>& keys) const {
@@ -203,26 +236,22 @@ bool StoreState::add(std::string_view key, std::int64_t delta, std::string& repl
     }
     result = wrapping_add(*current, delta);
   }
-  store(key, std::to_string(result), fx);
+  if (!store_within_limit(key, std::to_string(result), "ADD", fx, error)) return false;
   put_i64(reply, result);
   return true;
 }
 
-void StoreState::compare_set(const Request& r, std::string& reply, Effects& fx) {
+bool StoreState::compare_set(const Request& r, std::string& reply, Effects& fx,
+                             std::string& error) {
   auto it = kv_.find(r.key);
-  if (it == kv_.end()) {
-    if (r.expected.empty()) {
-      store(r.key, std::string(r.value), fx);
-      put_bytes(reply, r.value);
-    } else {
-      put_bytes(reply, r.expected);
-    }
-  } else if (it->second == r.expected) {
-    store(r.key, std::string(r.value), fx);
-    put_bytes(reply, r.value);
-  } else {
-    put_bytes(reply, it->second);
+  const bool sets = it == kv_.end() ? r.expected.empty() : it->second == r.expected;
+  if (!sets) {
+    put_bytes(reply, it == kv_.end() ? r.expected : std::string_view(it->second));
+    return true;
   }
+  if (!store_within_limit(r.key, std::string(r.value), "COMPARE_SET", fx, error)) return false;
+  put_bytes(reply, r.value);
+  return true;
 }
 
 void StoreState::wait(ConnId conn, const std::vector<std::string_view>& keys, std::string& reply) {
@@ -241,6 +270,7 @@ void StoreState::delete_key(std::string_view key, std::string& reply, Effects& f
     return;
   }
   if (watchers_.find(key) != watchers_.end()) notify(key, kWatchDeleted, it->second, {}, fx);
+  stored_bytes_ -= key.size() + it->second.size() + kEntryOverhead;
   kv_.erase(it);
   put_i64(reply, 1);
 }
@@ -285,11 +315,17 @@ bool StoreState::multi_get(const std::vector<std::string_view>& keys, bool legac
   return true;
 }
 
-void StoreState::queue_push(std::string_view key, std::string_view value, Effects& fx) {
+bool StoreState::queue_push(std::string_view key, std::string_view value, Effects& fx,
+                            std::string& error) {
   auto it = queues_.find(key);
+  const std::size_t added =
+      value.size() + kEntryOverhead + (it == queues_.end() ? key.size() + kEntryOverhead : 0);
+  if (!room_for(0, added, "QUEUE_PUSH", key, error)) return false;
+  stored_bytes_ += added;
   if (it == queues_.end()) it = queues_.emplace(std::string(key), std::deque<std::string>{}).first;
   it->second.emplace_back(value);
   wake_one(key, fx);
+  return true;
 }
 
 void StoreState::queue_pop(std::string_view key, std::string& reply) {
@@ -298,8 +334,12 @@ void StoreState::queue_pop(std::string_view key, std::string& reply) {
   put_i64(reply, static_cast<std::int64_t>(n));
   if (n > 0) {
     put_bytes(reply, it->second.front());
+    stored_bytes_ -= it->second.front().size() + kEntryOverhead;
     it->second.pop_front();
-    if (it->second.empty()) queues_.erase(it);
+    if (it->second.empty()) {
+      stored_bytes_ -= key.size() + kEntryOverhead;
+      queues_.erase(it);
+    }
   }
 }
 

@@ -40,7 +40,13 @@ struct StateLimits {
   std::size_t max_value_bytes = SIZE_MAX;
   /// One reply: a MULTI_GET or LIST naming much must not build gigabytes.
   std::size_t max_reply_bytes = SIZE_MAX;
+  /// Keys, values and queued items held, all together (kEntryOverhead more for each).
+  std::size_t max_stored_bytes = SIZE_MAX;
 };
+
+/// Counted for each key and each queued item beyond its bytes, for the store's bookkeeping:
+/// a million empty keys are not free either.
+inline constexpr std::size_t kEntryOverhead = 64;
 
 /// Keys reported per parked connection by waiting(): enough to name what a stall waits for.
 inline constexpr std::size_t kMaxWaitingKeysReported = 16;
@@ -51,7 +57,8 @@ class StoreState {
 
   /// Applies `request` from `conn`, speaking `dialect` (decides GET-of-missing-key), and
   /// appends the reply bytes to `reply`. Returns false when the request must close the
-  /// connection (ADD on a non-integer, GET of a missing key on a legacy connection);
+  /// connection (ADD on a non-integer, GET of a missing key on a legacy connection, a value
+  /// past a limit);
   /// `error` then says why and nothing was changed.
   bool apply(ConnId conn, Dialect dialect, const Request& request, std::string& reply,
              Effects& effects, std::string& error);
@@ -67,6 +74,8 @@ class StoreState {
   std::vector<ConnId> clear(std::string_view keep_prefix = {});
 
   std::size_t num_keys() const { return kv_.size(); }
+  /// What StateLimits::max_stored_bytes bounds.
+  std::size_t stored_bytes() const { return stored_bytes_; }
   std::size_t num_parked() const { return waits_.size(); }
   /// Entries under parked_'s keys, stale ones included (for tests: they stay bounded).
   std::size_t num_parked_entries() const { return parked_entries_; }
@@ -97,17 +106,24 @@ class StoreState {
   bool all_exist(const std::vector<std::string_view>& keys) const;
   // Sets `key`, telling its watchers and waking its waits.
   void store(std::string_view key, std::string value, Effects& fx);
+  // Whether the store may hold `added` bytes more once `freed` go; else `error` says so.
+  bool room_for(std::size_t freed, std::size_t added, std::string_view request,
+                std::string_view key, std::string& error) const;
+  // store() when the new value fits in max_stored_bytes; false with `error` when not.
+  bool store_within_limit(std::string_view key, std::string value, std::string_view request,
+                          Effects& fx, std::string& error);
+  bool multi_set(const Request& r, Effects& fx, std::string& error);
   // Requests (apply): false closes the connection, `error` says why.
   bool get(std::string_view key, bool legacy, std::string& reply, std::string& error);
   bool add(std::string_view key, std::int64_t delta, std::string& reply, Effects& fx,
            std::string& error);
-  void compare_set(const Request& r, std::string& reply, Effects& fx);
+  bool compare_set(const Request& r, std::string& reply, Effects& fx, std::string& error);
   void wait(ConnId conn, const std::vector<std::string_view>& keys, std::string& reply);
   void delete_key(std::string_view key, std::string& reply, Effects& fx);
   void watch_key(ConnId conn, std::string_view key, std::string& reply);
   bool multi_get(const std::vector<std::string_view>& keys, bool legacy, std::string& reply,
                  std::string& error);
-  void queue_push(std::string_view key, std::string_view value, Effects& fx);
+  bool queue_push(std::string_view key, std::string_view value, Effects& fx, std::string& error);
   void queue_pop(std::string_view key, std::string& reply);
   // Waiters (store_waiters.cpp).
   void wake_all(std::string_view key, Effects& fx);
@@ -122,6 +138,7 @@ class StoreState {
   bool append(std::string_view key, std::string_view tail, Effects& fx, std::string& error);
 
   StateLimits limits_;
+  std::size_t stored_bytes_ = 0;  // kv_'s and queues_' bytes, kEntryOverhead each included
   Map<std::string> kv_;
   Map<std::deque<std::string>> queues_;
   Map<std::vector<Parked>> parked_;

@@ -363,3 +363,76 @@ TEST_CASE("waiting reports at most a few keys per connection", "[state]") {
   REQUIRE(w.size() == 1);
   CHECK(w[0].second.size() == kMaxWaitingKeysReported);
 }
+
+TEST_CASE("max_stored_bytes bounds what the store holds; a request past it changes nothing",
+          "[state]") {
+  Harness h;
+  // Each key costs its bytes, its value's and kEntryOverhead.
+  const std::size_t one = 1 + 10 + kEntryOverhead;
+  h.state = StoreState(StateLimits{1000, 100000, 3 * one});
+  bool ok = false;
+  for (const char* key : {"a", "b", "c"}) {
+    h.run(1, h.req(Op::Set, key, std::string(10, 'v')), &ok);
+    CHECK(ok);
+  }
+  CHECK(h.state.stored_bytes() == 3 * one);
+  h.run(1, h.req(Op::Set, "d", "1"), &ok);
+  CHECK_FALSE(ok);
+  CHECK(h.last_error.find("SET of key \"d\"") != std::string::npos);
+  CHECK(h.last_error.find("max_stored_bytes") != std::string::npos);
+  CHECK_FALSE(h.state.value("d"));
+  h.run(1, h.req(Op::Set, "a", std::string(11, 'v')), &ok);  // one byte more
+  CHECK_FALSE(ok);
+  CHECK(h.state.value("a") == std::string(10, 'v'));
+  h.run(1, h.req(Op::Set, "a", "short"), &ok);  // an overwrite that frees
+  CHECK(ok);
+  CHECK(h.state.stored_bytes() == 3 * one - 5);
+  h.run(1, h.req(Op::Append, "a", "12345"), &ok);
+  CHECK(ok);
+  h.run(1, h.req(Op::Append, "a", "x"), &ok);
+  CHECK_FALSE(ok);
+  CHECK(h.add("b", 1, &ok) == -999);  // "vvvv..." is no counter: refused for that first
+  h.run(1, h.req(Op::DeleteKey, "c"), &ok);
+  CHECK(h.state.stored_bytes() == 2 * one);
+  CHECK(h.add("n", 7, &ok) == 7);  // 1 + 1 + 64
+  CHECK(ok);
+
+  Request cas = h.req(Op::CompareSet, "m", std::string(50, 'v'));
+  h.run(1, cas, &ok);  // expected "" and no key: would set 1 + 50 + 64
+  CHECK_FALSE(ok);
+  CHECK(h.last_error.find("COMPARE_SET") != std::string::npos);
+  CHECK_FALSE(h.state.value("m"));
+
+  Request multi = h.req(Op::MultiSet);
+  multi.keys = {"x", "y"};
+  multi.values = {"1", std::string(40, 'v')};
+  h.run(1, multi, &ok);  // the first alone would fit: neither is set
+  CHECK_FALSE(ok);
+  CHECK_FALSE(h.state.value("x"));
+  multi.keys = {"a", "a"};
+  multi.values = {std::string(500, 'v'), "ok"};  // the same key twice: the last value counts
+  h.run(1, multi, &ok);
+  CHECK(ok);
+  CHECK(h.state.value("a") == "ok");
+}
+
+TEST_CASE("queued items count toward max_stored_bytes until they are popped", "[state]") {
+  Harness h;
+  h.state = StoreState(StateLimits{1000, 100000, 400});
+  bool ok = false;
+  h.run(1, h.req(Op::QueuePush, "q", std::string(100, 'v')), &ok);  // 1 + 64 + 100 + 64
+  CHECK(ok);
+  CHECK(h.state.stored_bytes() == 229);
+  h.run(1, h.req(Op::QueuePush, "q", std::string(100, 'v')), &ok);  // 164 more: 393
+  CHECK(ok);
+  h.run(1, h.req(Op::QueuePush, "q", "x"), &ok);
+  CHECK_FALSE(ok);
+  CHECK(h.last_error.find("QUEUE_PUSH") != std::string::npos);
+  h.run(1, h.req(Op::QueuePop, "q"));
+  h.run(1, h.req(Op::QueuePop, "q"));
+  CHECK(h.state.stored_bytes() == 0);
+  h.run(1, h.req(Op::Set, "kept/a", "1"));
+  h.run(1, h.req(Op::Set, "gone", "1"));
+  h.state.clear("kept/");
+  CHECK(h.state.stored_bytes() == 6 + 1 + kEntryOverhead);
+}

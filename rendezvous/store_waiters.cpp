@@ -129,6 +129,12 @@ std::vector<ConnId> StoreState::clear(std::string_view keep_prefix) {
   }
   std::erase_if(kv_, [&](const auto& entry) { return !kept(entry.first); });
   std::erase_if(queues_, [&](const auto& entry) { return !kept(entry.first); });
+  stored_bytes_ = 0;
+  for (const auto& [key, value] : kv_) stored_bytes_ += key.size() + value.size() + kEntryOverhead;
+  for (const auto& [key, items] : queues_) {
+    stored_bytes_ += key.size() + kEntryOverhead;
+    for (const std::string& item : items) stored_bytes_ += item.size() + kEntryOverhead;
+  }
   std::erase_if(parked_, [&](const auto& entry) { return !kept(entry.first); });
   sweep_stale();  // also recounts what stays
   parked_entries_ = 0;

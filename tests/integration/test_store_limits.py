@@ -1,5 +1,5 @@
-"""`xlaunch store serve` limits: each numeric limit flag's allowed range, and the global cap on
-buffered request bytes on a live store."""
+"""`xlaunch store serve` limits: each numeric limit flag's allowed range, and the global caps on
+buffered request bytes and on stored bytes on a live store."""
 import select
 import socket
 import struct
@@ -67,6 +67,23 @@ def test_buffered_bytes_cap_closes_connections_and_logs_once(xlaunch_bin):
     assert "closing connection" in lines[0] and f"({cap})" in lines[0], lines[0]
 
 
+def test_stored_bytes_cap_closes_the_connection_that_would_pass_it(xlaunch_bin):
+    with serve(xlaunch_bin, "--max_stored_bytes", "4096") as (proc, port):
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        for i in range(4):  # 1.13 SETs (no reply) of about 1.1 KB each, with their keys
+            key = b"/big%d" % i
+            s.sendall(b"\x00" + struct.pack("<Q", len(key)) + key + struct.pack("<Q", 1000) +
+                      b"v" * 1000)
+        assert _closed_by_server(s), "the store kept a connection past max_stored_bytes"
+        s.close()
+        assert _add(port, b"/still_served", 5) == 5  # 3 SETs + this fit
+        assert proc.poll() is None, "the store died"
+    log = proc.stderr.read()
+    lines = [line for line in log.splitlines() if "max_stored_bytes" in line]
+    assert len(lines) == 1, log
+    assert 'SET of key "/big3"' in lines[0] and "limit of 4096" in lines[0], lines[0]
+
+
 TIB = 2**40
 INT_MAX = 2**31 - 1
 LIMIT_FLAGS = {  # flag: its largest allowed value
@@ -74,6 +91,7 @@ LIMIT_FLAGS = {  # flag: its largest allowed value
     "--max_value_bytes": TIB,
     "--max_request_bytes": TIB,
     "--max_buffered_bytes": TIB,
+    "--max_stored_bytes": TIB,
     "--max_keys_per_request": INT_MAX,
     "--max_connections": INT_MAX,
 }
