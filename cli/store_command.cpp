@@ -43,8 +43,9 @@ constexpr std::array kLimitFlags{
               "Most bytes of unfinished requests buffered across all connections; past it the "
               "connection buffering the most is closed"},
     LimitFlag{"--max_stored_bytes", &Limits::max_stored_bytes, kMaxBytes,
-              "Most bytes of keys, values and queued items the store holds, all together (64 "
-              "more counted for each); a request that would pass it closes its connection"},
+              "Most bytes of keys, values, queued items and parked WAIT keys the store holds, all "
+              "together (64 more counted for each); a request that would pass it closes its "
+              "connection"},
 };
 
 struct StoreFlags {

@@ -141,8 +141,7 @@ bool StoreState::apply(ConnId conn, Dialect dialect, const Request& r, std::stri
       put_u8(reply, all_exist(r.keys) ? kCheckReady : kCheckNotReady);
       return true;
     case Op::Wait:
-      wait(conn, r.keys, reply);
-      return true;
+      return wait(conn, r.keys, reply, error);
     case Op::CancelWait:
       drop_wait(conn);
       put_u8(reply, kWaitCanceled);
@@ -254,13 +253,24 @@ bool StoreState::compare_set(const Request& r, std::string& reply, Effects& fx,
   return true;
 }
 
-void StoreState::wait(ConnId conn, const std::vector<std::string_view>& keys, std::string& reply) {
+bool StoreState::wait(ConnId conn, const std::vector<std::string_view>& keys, std::string& reply,
+                      std::string& error) {
   drop_wait(conn);  // a new WAIT replaces an earlier one (1.13 behaviour)
-  if (all_exist(keys)) {
-    put_u8(reply, kStopWaiting);
-  } else {
-    park(conn, keys);
+  std::size_t added = 0;
+  std::string_view first_missing;
+  for (std::string_view k : keys) {
+    if (exists(k)) continue;
+    if (added == 0) first_missing = k;
+    added += k.size() + kEntryOverhead;
   }
+  if (added == 0) {
+    put_u8(reply, kStopWaiting);
+    return true;
+  }
+  // Parked, each key it names is an entry the store keeps until the key is set.
+  if (!room_for(0, added, "WAIT", first_missing, error)) return false;
+  park(conn, keys);
+  return true;
 }
 
 void StoreState::delete_key(std::string_view key, std::string& reply, Effects& fx) {

@@ -40,7 +40,8 @@ struct StateLimits {
   std::size_t max_value_bytes = SIZE_MAX;
   /// One reply: a MULTI_GET or LIST naming much must not build gigabytes.
   std::size_t max_reply_bytes = SIZE_MAX;
-  /// Keys, values and queued items held, all together (kEntryOverhead more for each).
+  /// Keys, values, queued items and the keys parked WAITs name, all together
+  /// (kEntryOverhead more for each).
   std::size_t max_stored_bytes = SIZE_MAX;
 };
 
@@ -96,6 +97,7 @@ class StoreState {
   struct Wait {
     std::uint64_t generation;
     std::size_t missing;  // keys not set yet; also its entries in parked_
+    std::size_t bytes;    // what those entries count toward max_stored_bytes
   };
   struct Parked {
     ConnId conn;
@@ -118,7 +120,8 @@ class StoreState {
   bool add(std::string_view key, std::int64_t delta, std::string& reply, Effects& fx,
            std::string& error);
   bool compare_set(const Request& r, std::string& reply, Effects& fx, std::string& error);
-  void wait(ConnId conn, const std::vector<std::string_view>& keys, std::string& reply);
+  bool wait(ConnId conn, const std::vector<std::string_view>& keys, std::string& reply,
+            std::string& error);
   void delete_key(std::string_view key, std::string& reply, Effects& fx);
   void watch_key(ConnId conn, std::string_view key, std::string& reply);
   bool multi_get(const std::vector<std::string_view>& keys, bool legacy, std::string& reply,
@@ -138,7 +141,8 @@ class StoreState {
   bool append(std::string_view key, std::string_view tail, Effects& fx, std::string& error);
 
   StateLimits limits_;
-  std::size_t stored_bytes_ = 0;  // kv_'s and queues_' bytes, kEntryOverhead each included
+  // kv_'s, queues_' and live waits' bytes, kEntryOverhead each included.
+  std::size_t stored_bytes_ = 0;
   Map<std::string> kv_;
   Map<std::deque<std::string>> queues_;
   Map<std::vector<Parked>> parked_;

@@ -436,3 +436,25 @@ TEST_CASE("queued items count toward max_stored_bytes until they are popped", "[
   h.state.clear("kept/");
   CHECK(h.state.stored_bytes() == 6 + 1 + kEntryOverhead);
 }
+
+TEST_CASE("the keys a parked WAIT names count toward max_stored_bytes until it ends", "[state]") {
+  Harness h;
+  h.state = StoreState(StateLimits{1000, 100000, 400});
+  bool ok = false;
+  h.run(2, h.wait({"k1", "k2"}), &ok);  // 2 * (2 + 64) = 132
+  CHECK(ok);
+  CHECK(h.state.stored_bytes() == 132);
+  h.run(3, h.wait({"k1", "k3"}), &ok);  // 132 more: 264
+  CHECK(ok);
+  const std::string long_key(80, 'k');
+  h.run(4, h.wait({long_key}), &ok);  // 144 more: past 400
+  CHECK_FALSE(ok);
+  CHECK(h.last_error.find("WAIT of key \"kkk") != std::string::npos);
+  h.run(1, h.req(Op::Set, "k1", "v"));  // wakes one entry of each wait, stores 2 + 1 + 64
+  CHECK(h.state.stored_bytes() == 132 + 67);
+  h.state.disconnect(2);
+  CHECK(h.state.stored_bytes() == 66 + 67);
+  h.run(3, h.wait({"k1"}), &ok);  // replaces its wait; k1 exists: nothing parked
+  CHECK(ok);
+  CHECK(h.state.stored_bytes() == 67);
+}

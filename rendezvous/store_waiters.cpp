@@ -30,6 +30,8 @@ void StoreState::wake_all(std::string_view key, Effects& fx) {
     auto w = waits_.find(p.conn);
     if (w == waits_.end() || w->second.generation != p.generation) continue;
     --live_entries_;
+    w->second.bytes -= key.size() + kEntryOverhead;
+    stored_bytes_ -= key.size() + kEntryOverhead;
     if (--w->second.missing == 0) {
       fx.woken.push_back(p.conn);
       waits_.erase(w);
@@ -45,6 +47,8 @@ void StoreState::wake_one(std::string_view key, Effects& fx) {
     auto w = waits_.find(list[i].conn);
     if (w == waits_.end() || w->second.generation != list[i].generation) continue;
     --live_entries_;
+    w->second.bytes -= key.size() + kEntryOverhead;
+    stored_bytes_ -= key.size() + kEntryOverhead;
     if (--w->second.missing == 0) {
       fx.woken.push_back(list[i].conn);
       waits_.erase(w);
@@ -59,22 +63,26 @@ void StoreState::wake_one(std::string_view key, Effects& fx) {
 void StoreState::park(ConnId conn, const std::vector<std::string_view>& keys) {
   const std::uint64_t generation = ++next_generation_;
   std::size_t missing = 0;
+  std::size_t bytes = 0;
   for (std::string_view k : keys) {
     if (exists(k)) continue;
     ++missing;
+    bytes += k.size() + kEntryOverhead;
     auto it = parked_.find(k);
     if (it == parked_.end()) it = parked_.emplace(std::string(k), std::vector<Parked>{}).first;
     it->second.push_back({conn, generation});
   }
   parked_entries_ += missing;
   live_entries_ += missing;
-  waits_[conn] = Wait{generation, missing};
+  stored_bytes_ += bytes;
+  waits_[conn] = Wait{generation, missing, bytes};
 }
 
 void StoreState::drop_wait(ConnId conn) {
   auto w = waits_.find(conn);
   if (w == waits_.end()) return;
   live_entries_ -= w->second.missing;
+  stored_bytes_ -= w->second.bytes;
   waits_.erase(w);
   // Timed-out 1.13 clients re-WAIT without cancelling, and clients that close while parked
   // leave entries under keys nobody sets: swept in one pass once they outnumber the live
@@ -135,6 +143,7 @@ std::vector<ConnId> StoreState::clear(std::string_view keep_prefix) {
     stored_bytes_ += key.size() + kEntryOverhead;
     for (const std::string& item : items) stored_bytes_ += item.size() + kEntryOverhead;
   }
+  for (const auto& [conn, wait] : waits_) stored_bytes_ += wait.bytes;
   std::erase_if(parked_, [&](const auto& entry) { return !kept(entry.first); });
   sweep_stale();  // also recounts what stays
   parked_entries_ = 0;
