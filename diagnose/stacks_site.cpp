@@ -112,17 +112,26 @@ def _xlaunch_setup():
 
             # A script that sets MASTER_ADDR / MASTER_PORT itself dials another address than
             # xlaunch's store: note it, so that xlaunch can say so when the rank never arrives.
-            class _Environ(type(os.environ)):
-                def __setitem__(self, key, value):
-                    super().__setitem__(key, value)
-                    if key in ("MASTER_ADDR", "MASTER_PORT"):
-                        try:
-                            with open(base + ".env", "a") as notes:
-                                notes.write("%s=%s\n" % (key, value))
-                        except OSError:
-                            pass
+            # os.environ stays an os._Environ: its own encoders are wrapped, and only its
+            # __setitem__ encodes a key and then a value.
+            encodekey, encodevalue = os.environ.encodekey, os.environ.encodevalue
+            last_key = [None]
 
-            os.environ.__class__ = _Environ
+            def _encodekey(key):
+                last_key[0] = key
+                return encodekey(key)
+
+            def _encodevalue(value):
+                encoded = encodevalue(value)
+                if last_key[0] in ("MASTER_ADDR", "MASTER_PORT"):
+                    try:
+                        with open(base + ".env", "a") as notes:
+                            notes.write("%s=%s\n" % (last_key[0], value))
+                    except OSError:
+                        pass
+                return encoded
+
+            os.environ.encodekey, os.environ.encodevalue = _encodekey, _encodevalue
         except Exception as error:  # never keep the script from running
             sys.stderr.write("xlaunch sitecustomize: stacks not available: %s\n" % error)
     # Chain: import the next sitecustomize on the path, as if this one did not exist.

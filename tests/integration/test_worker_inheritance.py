@@ -173,3 +173,20 @@ def test_a_python_the_launcher_adopted_is_not_set_up_as_a_rank(xlaunch_bin, tmp_
     ppid, launcher = re.search(r"ppid (\d+) launcher (\d+)", seen).groups()
     assert ppid == launcher, f"the probe was not adopted by the launcher: {seen}"
     assert "catches 0 files []" in seen, seen
+
+
+def test_os_environ_keeps_its_type_in_a_rank(xlaunch_bin, tmp_path):
+    # xlaunch notes a MASTER_ADDR/MASTER_PORT the script sets (stall reports), without
+    # replacing os.environ's class: code may check type(os.environ) is os._Environ.
+    (tmp_path / "rank.py").write_text(textwrap.dedent("""
+        import os
+        os.environ["MASTER_PORT"] = "1234"
+        print("same type:", type(os.environ) is os._Environ, os.environ["MASTER_PORT"])
+        notes = [f for f in os.listdir(os.environ["XLAUNCH_STACKS_DIR"]) if f.endswith(".env")]
+        print("notes:", [open(os.path.join(os.environ["XLAUNCH_STACKS_DIR"], f)).read()
+                         for f in notes])
+    """))
+    r = launch(xlaunch_bin, ["--nproc_per_node", "1", str(tmp_path / "rank.py")])
+    assert r.returncode == 0, r.stderr
+    assert "same type: True 1234" in r.stdout, r.stdout
+    assert "notes: ['MASTER_PORT=1234\\n']" in r.stdout, r.stdout
