@@ -43,7 +43,8 @@ constexpr std::array kLimitFlags{
               "Most bytes of unfinished requests buffered across all connections; past it the "
               "connection buffering the most is closed"},
     LimitFlag{"--max_stored_bytes", &Limits::max_stored_bytes, kMaxBytes,
-              "Most bytes of keys, values, queued items and parked WAIT keys the store holds, all "
+              "Most bytes of keys, values, queued items, parked WAIT and watched keys the store "
+              "holds, all "
               "together (64 more counted for each); a request that would pass it closes its "
               "connection"},
 };

@@ -14,6 +14,7 @@
 
 #include "launcher/containment_posix.hpp"
 #include "launcher/preload_template.hpp"
+#include "launcher/proc_start_ticks.hpp"
 #include "launcher/process.hpp"
 #include "launcher/spawner.hpp"
 
@@ -37,9 +38,49 @@ struct GuardianState {
   Containment mechanism;
   const CgroupPaths* cgroup;
   std::int32_t* groups;
+  unsigned long long* leader_starts;  // each group's leader's start time; 0: unknown
   std::size_t capacity;
   std::size_t count = 0;
 };
+
+// When process `pid` started (see proc_start_ticks.hpp); 0 when it is gone.
+unsigned long long start_ticks(std::int32_t pid) {
+  char path[32] = "/proc/";
+  char digits[12];
+  int n = 0;
+  for (std::uint32_t rest = static_cast<std::uint32_t>(pid); n == 0 || rest > 0; rest /= 10)
+    digits[n++] = static_cast<char>('0' + rest % 10);
+  std::size_t at = std::strlen(path);
+  while (n > 0) path[at++] = digits[--n];
+  std::memcpy(path + at, "/stat", 6);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  static char text[1024];
+  const ssize_t got = ::read(fd, text, sizeof(text));
+  ::close(fd);
+  if (got <= 0) return 0;
+  return parse_start_ticks(std::string_view(text, static_cast<std::size_t>(got))).value_or(0);
+}
+
+// The group of a worker that ended, if its leader's pid now names another process: the group
+// emptied (unseen by the launcher: its last member was reaped by a parent of its own) and
+// the number is someone else's.
+bool group_number_reused(const GuardianState& state, std::size_t i) {
+  if (state.leader_starts[i] == 0) return false;
+  const unsigned long long now = start_ticks(state.groups[i]);
+  return now != 0 && now != state.leader_starts[i];
+}
+
+void remember_group(GuardianState& state, std::int32_t pgid) {
+  if (state.count == state.capacity) return;
+  // A second copy (the worker registers itself, the launcher again) keeps the first one's
+  // start time: that one was read while the worker surely ran.
+  unsigned long long start = 0;
+  for (std::size_t i = 0; i < state.count && start == 0; ++i)
+    if (state.groups[i] == pgid) start = state.leader_starts[i];
+  state.groups[state.count] = pgid;
+  state.leader_starts[state.count++] = start != 0 ? start : start_ticks(pgid);
+}
 
 void guardian_kill(GuardianState& state) {
   switch (state.mechanism) {
@@ -52,7 +93,9 @@ void guardian_kill(GuardianState& state) {
       reap_orphans();
       break;
     case Containment::ProcessGroup:
-      for (std::size_t i = 0; i < state.count; ++i) ::kill(-state.groups[i], SIGKILL);
+      for (std::size_t i = 0; i < state.count; ++i) {
+        if (!group_number_reused(state, i)) ::kill(-state.groups[i], SIGKILL);
+      }
       state.count = 0;  // gone; their ids may be reused
       break;
   }
@@ -62,7 +105,9 @@ void guardian_kill(GuardianState& state) {
 void forget_group(GuardianState& state, std::int32_t pgid) {
   for (std::size_t i = 0; i < state.count;) {
     if (state.groups[i] == pgid) {
-      state.groups[i] = state.groups[--state.count];
+      --state.count;
+      state.groups[i] = state.groups[state.count];
+      state.leader_starts[i] = state.leader_starts[state.count];
     } else {
       ++i;
     }
@@ -101,7 +146,9 @@ void forget_group(GuardianState& state, std::int32_t pgid) {
     ::_exit(error & 0xff);
   }
   static std::int32_t groups[1 << 16];
-  GuardianState state{mechanism, &cgroup, groups, sizeof(groups) / sizeof(groups[0])};
+  static unsigned long long leader_starts[1 << 16];
+  GuardianState state{mechanism, &cgroup, groups, leader_starts,
+                      sizeof(groups) / sizeof(groups[0])};
   // Ready; 'b': and workers can be born in the cgroup. Probed here, beside the launcher's own
   // start-up rather than in it.
   const char ready = mechanism == Containment::Cgroup && can_be_born_in(cgroup.dir) ? 'b' : 'r';
@@ -133,8 +180,8 @@ void forget_group(GuardianState& state, std::int32_t pgid) {
         // Only the launcher and its new workers (before exec) hold this socket; still, the
         // one value with no positive twin is ignored.
         if (message != INT32_MIN) forget_group(state, -message);
-      } else if (state.count < state.capacity) {
-        groups[state.count++] = message;
+      } else {
+        remember_group(state, message);
       }
       continue;
     }
@@ -319,14 +366,8 @@ void GroupGuardian::kill_unknown_children(const std::function<bool(long)>& known
     if (!helper && !known(child)) doomed.push_back(child);
   }
   // Their own descendants too: killed first, a daemon would hand its children to this
-  // subreaper after the list was read. Each is stopped before its children are read, so it
-  // forks none after, and reaps none (a stopped parent's ended child keeps its pid taken).
-  constexpr std::size_t kMostDescendants = 4096;
-  for (std::size_t i = 0; i < doomed.size() && doomed.size() < kMostDescendants; ++i) {
-    ::kill(static_cast<pid_t>(doomed[i]), SIGSTOP);
-    for (long grandchild : list_children(doomed[i])) doomed.push_back(grandchild);
-  }
-  for (long pid : doomed) ::kill(static_cast<pid_t>(pid), SIGKILL);
+  // subreaper after the list was read.
+  kill_process_trees(doomed);
 }
 
 }  // namespace xlaunch::launcher

@@ -114,6 +114,10 @@ void become_child_subreaper();
 std::vector<long> list_children();
 /// The direct children of process `pid` now (none if it is gone).
 std::vector<long> list_children(long pid);
+/// SIGKILLs `roots` (children of this process, not reaped yet) and all their descendants.
+/// Each is stopped before its children are read, so that it forks none after; each child is
+/// held by a pidfd and checked to be its parent's, so that a pid reused meanwhile is let be.
+void kill_process_trees(const std::vector<long>& roots);
 
 /// Where spawn_worker puts each new worker; GroupGuardian::start sets it for the run.
 struct WorkerPlacement {

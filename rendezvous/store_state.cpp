@@ -153,8 +153,7 @@ bool StoreState::apply(ConnId conn, Dialect dialect, const Request& r, std::stri
       delete_key(r.key, reply, fx);
       return true;
     case Op::WatchKey:
-      watch_key(conn, r.key, reply);
-      return true;
+      return watch_key(conn, r.key, reply, error);
     case Op::Append:
       return append(r.key, r.value, fx, error);
     case Op::MultiGet:
@@ -285,14 +284,21 @@ void StoreState::delete_key(std::string_view key, std::string& reply, Effects& f
   put_i64(reply, 1);
 }
 
-void StoreState::watch_key(ConnId conn, std::string_view key, std::string& reply) {
+bool StoreState::watch_key(ConnId conn, std::string_view key, std::string& reply,
+                           std::string& error) {
   auto it = watchers_.find(key);
-  if (it == watchers_.end()) it = watchers_.emplace(std::string(key), std::vector<ConnId>{}).first;
-  if (std::find(it->second.begin(), it->second.end(), conn) == it->second.end()) {
+  const bool watching = it != watchers_.end() &&
+                        std::find(it->second.begin(), it->second.end(), conn) != it->second.end();
+  if (!watching) {
+    if (!room_for(0, watch_cost(key), "WATCH_KEY", key, error)) return false;
+    if (it == watchers_.end())
+      it = watchers_.emplace(std::string(key), std::vector<ConnId>{}).first;
     it->second.push_back(conn);
     watched_[conn].emplace_back(key);
+    stored_bytes_ += watch_cost(key);
   }
   put_u8(reply, kWatchAck);
+  return true;
 }
 
 bool StoreState::multi_get(const std::vector<std::string_view>& keys, bool legacy,

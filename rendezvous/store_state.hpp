@@ -40,8 +40,8 @@ struct StateLimits {
   std::size_t max_value_bytes = SIZE_MAX;
   /// One reply: a MULTI_GET or LIST naming much must not build gigabytes.
   std::size_t max_reply_bytes = SIZE_MAX;
-  /// Keys, values, queued items and the keys parked WAITs name, all together
-  /// (kEntryOverhead more for each).
+  /// Keys, values, queued items, the keys parked WAITs name and watched keys (1.13's
+  /// WATCH_KEY), all together (kEntryOverhead more for each).
   std::size_t max_stored_bytes = SIZE_MAX;
 };
 
@@ -123,7 +123,9 @@ class StoreState {
   bool wait(ConnId conn, const std::vector<std::string_view>& keys, std::string& reply,
             std::string& error);
   void delete_key(std::string_view key, std::string& reply, Effects& fx);
-  void watch_key(ConnId conn, std::string_view key, std::string& reply);
+  bool watch_key(ConnId conn, std::string_view key, std::string& reply, std::string& error);
+  // A watch keeps its key twice: by key, and by connection.
+  static std::size_t watch_cost(std::string_view key) { return 2 * key.size() + kEntryOverhead; }
   bool multi_get(const std::vector<std::string_view>& keys, bool legacy, std::string& reply,
                  std::string& error);
   bool queue_push(std::string_view key, std::string_view value, Effects& fx, std::string& error);
@@ -141,7 +143,7 @@ class StoreState {
   bool append(std::string_view key, std::string_view tail, Effects& fx, std::string& error);
 
   StateLimits limits_;
-  // kv_'s, queues_' and live waits' bytes, kEntryOverhead each included.
+  // kv_'s, queues_', live waits' and watches' bytes, kEntryOverhead each included.
   std::size_t stored_bytes_ = 0;
   Map<std::string> kv_;
   Map<std::deque<std::string>> queues_;

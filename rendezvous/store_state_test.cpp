@@ -458,3 +458,23 @@ TEST_CASE("the keys a parked WAIT names count toward max_stored_bytes until it e
   CHECK(ok);
   CHECK(h.state.stored_bytes() == 67);
 }
+
+TEST_CASE("watched keys count toward max_stored_bytes until their connection closes", "[state]") {
+  Harness h;
+  h.state = StoreState(StateLimits{1000, 100000, 200});
+  bool ok = false;
+  h.run(2, h.req(Op::WatchKey, "k1"), &ok, Dialect::D0);  // 2 * 2 + 64 = 68
+  CHECK(ok);
+  h.run(2, h.req(Op::WatchKey, "k1"), &ok, Dialect::D0);  // the same watch: nothing more
+  CHECK(h.state.stored_bytes() == 68);
+  h.run(3, h.req(Op::WatchKey, "k1"), &ok, Dialect::D0);
+  CHECK(h.state.stored_bytes() == 136);
+  h.run(3, h.req(Op::WatchKey, "k2"), &ok, Dialect::D0);  // past 200
+  CHECK_FALSE(ok);
+  CHECK(h.last_error.find("WATCH_KEY of key \"k2\"") != std::string::npos);
+  h.state.clear();
+  CHECK(h.state.stored_bytes() == 136);  // watches outlive a clear
+  h.state.disconnect(2);
+  h.state.disconnect(3);
+  CHECK(h.state.stored_bytes() == 0);
+}

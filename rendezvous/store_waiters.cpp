@@ -107,6 +107,7 @@ void StoreState::disconnect(ConnId conn) {
   auto it = watched_.find(conn);
   if (it == watched_.end()) return;
   for (const std::string& key : it->second) {
+    stored_bytes_ -= watch_cost(key);
     auto w = watchers_.find(key);
     if (w == watchers_.end()) continue;
     std::erase(w->second, conn);
@@ -144,6 +145,9 @@ std::vector<ConnId> StoreState::clear(std::string_view keep_prefix) {
     for (const std::string& item : items) stored_bytes_ += item.size() + kEntryOverhead;
   }
   for (const auto& [conn, wait] : waits_) stored_bytes_ += wait.bytes;
+  for (const auto& [conn, keys] : watched_) {
+    for (const std::string& key : keys) stored_bytes_ += watch_cost(key);
+  }
   std::erase_if(parked_, [&](const auto& entry) { return !kept(entry.first); });
   sweep_stale();  // also recounts what stays
   parked_entries_ = 0;

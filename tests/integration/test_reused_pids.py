@@ -132,9 +132,11 @@ time.sleep(300)
 """
 
 
-@pytest.mark.parametrize("containment", ["cgroup", "group"])
+@pytest.mark.parametrize("containment,end", ENDS)
 def test_a_group_emptied_out_of_sight_is_not_signalled_once_its_number_is_reused(
-        xlaunch_bin, tmp_path, containment):
+        xlaunch_bin, tmp_path, containment, end):
+    # The launcher sees the number taken; its guardian, the start time of the process that
+    # now has it.
     (tmp_path / "leaver.py").write_text(LEAVER)
     worker = ('echo $$ > "$D/pid.$LOCAL_RANK"; '
               'if [ "$LOCAL_RANK" = 1 ]; then '
@@ -145,5 +147,5 @@ def test_a_group_emptied_out_of_sight_is_not_signalled_once_its_number_is_reused
         _until(lambda: (tmp_path / "helper_done").exists(), "the helper never reaped the last one")
         _until(lambda: not os.path.exists(f"/proc/{rank1}"), f"rank 1 ({rank1}) never reaped")
         assert _group_is_empty(rank1)
-    _launch_then_give_rank1s_pid_to_a_stranger(xlaunch_bin, tmp_path, containment, "normal",
-                                               worker, emptied_unseen)
+    _launch_then_give_rank1s_pid_to_a_stranger(xlaunch_bin, tmp_path, containment, end, worker,
+                                               emptied_unseen)
