@@ -44,9 +44,8 @@ constexpr std::array kLimitFlags{
               "connection buffering the most is closed"},
     LimitFlag{"--max_stored_bytes", &Limits::max_stored_bytes, kMaxBytes,
               "Most bytes of keys, values, queued items, parked WAIT and watched keys the store "
-              "holds, all "
-              "together (64 more counted for each); a request that would pass it closes its "
-              "connection"},
+              "holds, all together (64 more counted for each); a request that would pass it "
+              "closes its connection"},
 };
 
 struct StoreFlags {
