@@ -133,7 +133,8 @@ void assign_unclaimed_ranks(std::vector<JoinRecord>& arrivals, int num_machines)
 }
 
 JoinProblem missing_machines(const std::vector<JoinRecord>& arrived, int num_machines,
-                             std::chrono::milliseconds timeout) {
+                             std::chrono::milliseconds timeout,
+                             const std::vector<int>& unwritten_slots) {
   std::vector<JoinRecord> ranked = arrived;
   assign_unclaimed_ranks(ranked, num_machines);
   std::set<int> present;
@@ -148,6 +149,20 @@ JoinProblem missing_machines(const std::vector<JoinRecord>& arrived, int num_mac
   std::vector<int> missing;
   for (int m = 0; m < num_machines; ++m) {
     if (!present.contains(m)) missing.push_back(m);
+  }
+  if (!unwritten_slots.empty()) {
+    // Machine 0 reads the slots in order: one taken and never written holds the job up
+    // however many machines came after it.
+    return JoinProblem{
+        1,
+        fmt::format("arrival slot{} {} of the join {} taken but never written within "
+                    "--rdzv_timeout {:g}s (a launcher killed while it joined, or a client "
+                    "other than xlaunch on the store), so the job could not form (joined: "
+                    "{}{}); start every launcher again",
+                    unwritten_slots.size() == 1 ? "" : "s", fmt::join(unwritten_slots, ", "),
+                    unwritten_slots.size() == 1 ? "was" : "were", seconds(timeout),
+                    joined.empty() ? "none" : fmt::format("{}", fmt::join(joined, ", ")),
+                    missing.empty() ? "" : fmt::format("; missing: {}", fmt::join(missing, ", ")))};
   }
   return JoinProblem{
       1, fmt::format("machine rank{} {} did not join within --rdzv_timeout {:g}s (joined: {}); "

@@ -78,9 +78,11 @@ std::variant<Layout, JoinProblem> decide_layout(const std::vector<JoinRecord>& a
 /// order. Machine 0 and the others run it on the same arrivals, so they agree. Pure.
 void assign_unclaimed_ranks(std::vector<JoinRecord>& arrivals, int num_machines);
 
-/// The message for machines that did not arrive before --rdzv_timeout. Pure.
+/// The message for machines that did not arrive before --rdzv_timeout. `unwritten_slots`:
+/// arrival slots a client took (the counter says so) but never wrote a record in. Pure.
 JoinProblem missing_machines(const std::vector<JoinRecord>& arrived, int num_machines,
-                             std::chrono::milliseconds timeout);
+                             std::chrono::milliseconds timeout,
+                             const std::vector<int>& unwritten_slots = {});
 
 /// Settings every machine must agree on, as sorted "key=value" lines.
 std::string agreed_settings(const std::vector<std::pair<std::string, std::string>>& values);

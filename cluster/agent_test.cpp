@@ -72,6 +72,19 @@ TEST_CASE("duplicates, versions and settings that differ are named", "[agent]") 
   CHECK_THAT(range.message, Catch::Contains("machine rank 5, outside 0..1"));
 }
 
+TEST_CASE("an arrival slot taken and never written is named, not the machine after it",
+          "[agent]") {
+  // Machine 1 joined in slot 3, after slot 2 was taken by a client that wrote nothing.
+  JoinProblem p = missing_machines({record(0, 1), record(1, 1)}, 2, 8s, {2});
+  CHECK(p.exit_code == 1);
+  CHECK_THAT(p.message, Catch::Contains("arrival slot 2 of the join was taken but never written") &&
+                            Catch::Contains("joined: 0 (host0), 1 (host1))") &&
+                            !Catch::Contains("missing"));
+  JoinProblem two = missing_machines({record(0, 1)}, 3, 8s, {2, 4});
+  CHECK_THAT(two.message, Catch::Contains("arrival slots 2, 4 of the join were taken") &&
+                              Catch::Contains("; missing: 1, 2"));
+}
+
 TEST_CASE("missing machines are listed with the ones that joined", "[agent]") {
   JoinProblem p = missing_machines({record(0, 1), record(2, 1)}, 4, 5s);
   CHECK(p.exit_code == 1);

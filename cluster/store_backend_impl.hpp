@@ -139,6 +139,7 @@ struct StoreBackend::Impl {
   // Machine 0 exits on a problem, and its store with it: the others read why first (not
   // long when it leaves for an interrupt).
   void arrivals_ack_wait(bool interrupted);
+  std::vector<int> read_later_arrivals(std::vector<JoinRecord>& arrivals);
   // Waits for `acks` up to --heartbeat_timeout (1 s when interrupted), or a stop signal.
   void wait_for_acks(StoreClient& c, const std::vector<std::string>& acks, bool interrupted);
   Membership elastic_join();

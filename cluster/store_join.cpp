@@ -172,11 +172,13 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::decide_job(Steady::time_po
       malformed = JoinProblem{1, malformed_failure(e, o.run_id).cause};
     }
   }
+  std::vector<int> unwritten;
+  if (!complete && !malformed) unwritten = read_later_arrivals(arrivals);
   if (complete && !malformed) assign_unclaimed_ranks(arrivals, o.num_machines);
   auto decision = malformed  ? std::variant<Layout, JoinProblem>(*malformed)
                   : complete ? decide_layout(arrivals, o.num_machines, o.total_processes)
-                             : std::variant<Layout, JoinProblem>(
-                                   missing_machines(arrivals, o.num_machines, o.rdzv_timeout));
+                             : std::variant<Layout, JoinProblem>(missing_machines(
+                                   arrivals, o.num_machines, o.rdzv_timeout, unwritten));
   // One job, one run id: machine 0's (the others' random ones are dropped).
   if (auto* decided = std::get_if<Layout>(&decision)) decided->run_id = o.job_run_id;
   const std::string ours = encode_layout(decision);
@@ -185,6 +187,32 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::decide_job(Steady::time_po
   }
   if (std::holds_alternative<JoinProblem>(decision)) arrivals_ack_wait(false);
   return decision;
+}
+
+// After the join timed out waiting for slot arrivals.size() + 1: if a client took that slot
+// (the counter says so) and never wrote it, the slots taken from there on. Records found in
+// later ones are added to `arrivals`, for the report: a machine that came after the empty
+// slot did join.
+std::vector<int> StoreBackend::Impl::read_later_arrivals(std::vector<JoinRecord>& arrivals) {
+  constexpr std::int64_t kMostSlotsRead = 256;  // a report, not a scan of a flooded counter
+  const auto first = static_cast<std::int64_t>(arrivals.size()) + 1;
+  const auto taken = std::clamp<std::int64_t>(client->add(key("arrivals"), 0), 0, kMaxArrivals);
+  // Nobody took it (a machine did not come), or its record came just now: the usual report.
+  if (taken < first || client->check({key(fmt::format("arrival/{}", first))})) return {};
+  std::vector<int> unwritten{static_cast<int>(first)};
+  for (std::int64_t k = first + 1; k <= std::min(taken, first + kMostSlotsRead); ++k) {
+    const std::string k_key = key(fmt::format("arrival/{}", k));
+    if (!client->check({k_key})) {
+      unwritten.push_back(static_cast<int>(k));
+      continue;
+    }
+    try {
+      arrivals.push_back(decode_join(client->get(k_key), k_key));
+    } catch (const MalformedRecord&) {
+      unwritten.push_back(static_cast<int>(k));
+    }
+  }
+  return unwritten;
 }
 
 void StoreBackend::Impl::arrivals_ack_wait(bool interrupted) {

@@ -5,11 +5,13 @@ together and names the cause, and restarts happen on every machine together.
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
 from launch_helpers import wait_for_files, wait_until_gone
 from machine_fixtures import machines  # noqa: F401 (fixture)
+from store_helpers import RawStore
 
 
 def job_failed_line(stderr):
@@ -86,6 +88,34 @@ def test_a_missing_machine_is_named(machines):
         assert "machine rank 1 did not join within --rdzv_timeout 3s" in err, err
         assert "joined: 0 (" in err and ", 2 (" in err
     assert not list(machines.out.glob("rank_*"))  # nothing started anywhere
+
+
+def test_an_arrival_slot_taken_and_never_written_is_named(machines):
+    # A client takes the join's second slot (the arrivals counter) and writes nothing, as a
+    # launcher killed between the two would: machine 1 then joins in slot 3, and the report
+    # names the empty slot rather than blaming machine 1 (a hostile review's finding).
+    args = ["--rdzv_timeout", "4"]
+    m0 = machines.start(0, 2, args)
+    deadline = time.monotonic() + 60
+    while True:
+        assert time.monotonic() < deadline and m0.poll() is None, "machine 0 never joined"
+        try:
+            store = RawStore(machines.port)
+            if store.add("xlaunch/default/arrivals", 0) >= 1:  # machine 0 took slot 1
+                break
+        except OSError:
+            pass
+        time.sleep(0.05)
+    assert store.add("xlaunch/default/arrivals", 1) == 2
+    m1 = machines.start(1, 2, args)
+    rc0, _, err0 = machines.finish(m0)
+    rc1, _, err1 = machines.finish(m1)
+    assert rc0 == 1 and rc1 == 1, err0 + err1
+    for err in (err0, err1):
+        assert "arrival slot 2 of the join was taken but never written" in err, err
+        assert "joined: 0 (" in err and ", 1 (" in err, err
+        assert "did not join" not in err, err
+    assert not list(machines.out.glob("rank_*"))
 
 
 def test_mismatched_settings_stop_every_launcher(machines):
