@@ -14,9 +14,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -153,55 +153,83 @@ std::vector<long> list_children() { return children_in("/proc/self"); }
 std::vector<long> list_children(long pid) { return children_in("/proc/" + std::to_string(pid)); }
 
 namespace {
-// A process held for good, whatever pid it had (pidfd, Linux 5.3); -1 where there is none.
-struct HeldProcess {
+// One process of a tree being killed: `parent` is the one it was listed under (0: a child of
+// this process, whose pid stays its own until we reap it).
+struct TreeMember {
   long pid;
-  int fd;
+  long parent;
 };
 
-long parent_of(long pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(text.substr(close + 1));
+// A process held for good through a pidfd (Linux 5.3), whatever becomes of its pid; `fd` is
+// -1 where there is none (an old kernel, a filter, no descriptor left), and `gone` says the
+// process had already ended.
+struct Held {
+  int fd = -1;
+  bool gone = false;
+  explicit Held(long pid) {
+    fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    gone = fd < 0 && errno == ESRCH;
+  }
+  ~Held() {
+    if (fd >= 0) ::close(fd);
+  }
+  Held(const Held&) = delete;
+  Held& operator=(const Held&) = delete;
+};
+
+// Whether `m` is still its parent's child. A process whose /proc entry cannot be read for
+// want of a descriptor counts as one: a process left running is the worse harm.
+bool still_its_parents(const TreeMember& m) {
+  if (m.parent == 0) return true;
+  const int fd = ::open(("/proc/" + std::to_string(m.pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno != ENOENT && errno != ESRCH;
+  char text[1024];
+  const ssize_t got = ::read(fd, text, sizeof(text) - 1);
+  ::close(fd);
+  if (got <= 0) return false;
+  const std::string_view stat(text, static_cast<std::size_t>(got));
+  const auto close = stat.rfind(')');
+  if (close == std::string_view::npos) return false;
+  // ") S 1234 ...": the state, then the parent's pid.
+  std::istringstream rest{std::string(stat.substr(close + 1))};
   char state = 0;
   long ppid = -1;
   rest >> state >> ppid;
-  return ppid;
+  return ppid == m.parent;
 }
 
-void signal_held(const HeldProcess& p, int signal) {
-  if (p.fd >= 0) {
-    ::syscall(SYS_pidfd_send_signal, p.fd, signal, nullptr, 0);
-  } else {
-    ::kill(static_cast<pid_t>(p.pid), signal);
+// Sends `signal` through `held`'s pidfd, else by pid; false when the process is gone.
+bool send(long pid, const Held& held, int signal) {
+  if (held.gone) return false;
+  if (held.fd >= 0) {
+    if (::syscall(SYS_pidfd_send_signal, held.fd, signal, nullptr, 0) == 0) return true;
+    if (errno == ESRCH) return false;
   }
+  return ::kill(static_cast<pid_t>(pid), signal) == 0;
 }
 }  // namespace
 
 void kill_process_trees(const std::vector<long>& roots) {
   constexpr std::size_t kMostProcesses = 4096;
-  std::vector<HeldProcess> doomed;
-  // Our own children: their pids stay theirs until we reap them.
-  for (long pid : roots)
-    doomed.push_back({pid, static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))});
-  for (std::size_t i = 0; i < doomed.size() && doomed.size() < kMostProcesses; ++i) {
-    signal_held(doomed[i], SIGSTOP);
-    for (long child : list_children(doomed[i].pid)) {
-      HeldProcess held{child, static_cast<int>(::syscall(SYS_pidfd_open, child, 0))};
-      // Read after the pidfd is held: a child that ended and whose pid went to another
-      // process (its parent reaped it, or ignores SIGCHLD) has another parent.
-      if (parent_of(child) == doomed[i].pid) {
-        doomed.push_back(held);
-      } else if (held.fd >= 0) {
-        ::close(held.fd);
-      }
-    }
+  std::vector<TreeMember> doomed;
+  for (long pid : roots) doomed.push_back({pid, 0});
+  for (std::size_t i = 0; i < doomed.size(); ++i) {
+    const TreeMember m = doomed[i];
+    const Held held(m.pid);  // checked after the pidfd is taken: then both are of one process
+    if (!still_its_parents(m) || !send(m.pid, held, SIGSTOP)) continue;
+    if (doomed.size() >= kMostProcesses) continue;
+    const std::vector<long> children = list_children(m.pid);
+    // Listed while it still lived, so under its own pid and not a successor's.
+    if (held.fd >= 0 && ::syscall(SYS_pidfd_send_signal, held.fd, 0, nullptr, 0) != 0 &&
+        errno == ESRCH)
+      continue;
+    for (long child : children) doomed.push_back({child, m.pid});
   }
-  for (const HeldProcess& p : doomed) {
-    signal_held(p, SIGKILL);
-    if (p.fd >= 0) ::close(p.fd);
+  // The deepest first: a parent killed first would hand its children to this subreaper, and
+  // they would no longer be its children when checked. Stopped, none reaps or forks meanwhile.
+  for (auto m = doomed.rbegin(); m != doomed.rend(); ++m) {
+    const Held held(m->pid);
+    if (still_its_parents(*m)) send(m->pid, held, SIGKILL);
   }
 }
 

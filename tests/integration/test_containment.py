@@ -12,6 +12,7 @@ import random
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -365,3 +366,43 @@ def test_without_privileges_auto_falls_back_and_forced_ones_exit_2(xlaunch_bin, 
             assert f"XLAUNCH_CONTAINMENT={forced}, but" in r.stderr and why in r.stderr, r.stderr
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+DAEMON_WITH_MANY_CHILDREN = """
+import os, subprocess, sys, time
+out = sys.argv[1]
+if os.fork() == 0:
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # off the worker's pipes, as a daemon does
+        os.dup2(null, fd)
+    if os.fork() == 0:
+        kids = [subprocess.Popen(["sleep", "300"]) for _ in range(70)]
+        with open(out + "/kids.tmp", "w") as f:
+            f.write(" ".join([str(k.pid) for k in kids] + [str(os.getpid())]))
+        os.rename(out + "/kids.tmp", out + "/kids")
+        time.sleep(300)
+    os._exit(0)
+while not os.path.exists(out + "/kids"):
+    time.sleep(0.02)
+"""
+
+
+def test_an_adopted_daemons_children_die_even_with_few_descriptors_left(xlaunch_bin, tmp_path,
+                                                                         marker):
+    # The end-of-attempt walk of what the launcher adopted needs a descriptor or two per
+    # process it checks: a launcher at a low limit must still kill them all (a review found
+    # 25 of 70 left when the walk held a pidfd for each).
+    script = tmp_path / "daemon.py"
+    script.write_text(DAEMON_WITH_MANY_CHILDREN)
+    cmd = ["prlimit", "--nofile=64", xlaunch_bin, "launch", "--python", sys.executable,
+           "--nproc_per_node", "1", str(script), str(tmp_path)]
+    proc = subprocess.Popen(cmd, env={**os.environ, **marker.env("group")},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    marker.launchers.append(proc)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    pids = [int(p) for p in (tmp_path / "kids").read_text().split()]
+    assert len(pids) == 71
+    assert wait_until_gone(pids) == [], "an adopted daemon's children outlived the job"
