@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "launcher/containment_posix.hpp"
+#include "launcher/guardian_groups.hpp"
 #include "launcher/preload_template.hpp"
 #include "launcher/proc_start_ticks.hpp"
 #include "launcher/process.hpp"
@@ -37,10 +38,7 @@ void on_sigchld(int) {}  // only interrupts ppoll
 struct GuardianState {
   Containment mechanism;
   const CgroupPaths* cgroup;
-  std::int32_t* groups;
-  unsigned long long* leader_starts;  // each group's leader's start time; 0: unknown
-  std::size_t capacity;
-  std::size_t count = 0;
+  GuardedGroups groups;
 };
 
 // When process `pid` started (see proc_start_ticks.hpp); 0 when it is gone.
@@ -62,26 +60,6 @@ unsigned long long start_ticks(std::int32_t pid) {
   return parse_start_ticks(std::string_view(text, static_cast<std::size_t>(got))).value_or(0);
 }
 
-// The group of a worker that ended, if its leader's pid now names another process: the group
-// emptied (unseen by the launcher: its last member was reaped by a parent of its own) and
-// the number is someone else's.
-bool group_number_reused(const GuardianState& state, std::size_t i) {
-  if (state.leader_starts[i] == 0) return false;
-  const unsigned long long now = start_ticks(state.groups[i]);
-  return now != 0 && now != state.leader_starts[i];
-}
-
-void remember_group(GuardianState& state, std::int32_t pgid) {
-  if (state.count == state.capacity) return;
-  // A second copy (the worker registers itself, the launcher again) keeps the first one's
-  // start time: that one was read while the worker surely ran.
-  unsigned long long start = 0;
-  for (std::size_t i = 0; i < state.count && start == 0; ++i)
-    if (state.groups[i] == pgid) start = state.leader_starts[i];
-  state.groups[state.count] = pgid;
-  state.leader_starts[state.count++] = start != 0 ? start : start_ticks(pgid);
-}
-
 void guardian_kill(GuardianState& state) {
   switch (state.mechanism) {
     case Containment::Cgroup:
@@ -93,24 +71,12 @@ void guardian_kill(GuardianState& state) {
       reap_orphans();
       break;
     case Containment::ProcessGroup:
-      for (std::size_t i = 0; i < state.count; ++i) {
-        if (!group_number_reused(state, i)) ::kill(-state.groups[i], SIGKILL);
+      for (std::size_t i = 0; i < state.groups.count; ++i) {
+        const std::int32_t pgid = state.groups.groups[i];
+        if (!state.groups.reused(i, start_ticks(pgid))) ::kill(-pgid, SIGKILL);
       }
-      state.count = 0;  // gone; their ids may be reused
+      state.groups.count = 0;  // gone; their ids may be reused
       break;
-  }
-}
-
-// Every copy: a worker registers its group, and the launcher again once it knows the pid.
-void forget_group(GuardianState& state, std::int32_t pgid) {
-  for (std::size_t i = 0; i < state.count;) {
-    if (state.groups[i] == pgid) {
-      --state.count;
-      state.groups[i] = state.groups[state.count];
-      state.leader_starts[i] = state.leader_starts[state.count];
-    } else {
-      ++i;
-    }
   }
 }
 
@@ -147,8 +113,8 @@ void forget_group(GuardianState& state, std::int32_t pgid) {
   }
   static std::int32_t groups[1 << 16];
   static unsigned long long leader_starts[1 << 16];
-  GuardianState state{mechanism, &cgroup, groups, leader_starts,
-                      sizeof(groups) / sizeof(groups[0])};
+  GuardianState state{mechanism, &cgroup,
+                      GuardedGroups{groups, leader_starts, sizeof(groups) / sizeof(groups[0])}};
   // Ready; 'b': and workers can be born in the cgroup. Probed here, beside the launcher's own
   // start-up rather than in it.
   const char ready = mechanism == Containment::Cgroup && can_be_born_in(cgroup.dir) ? 'b' : 'r';
@@ -179,9 +145,10 @@ void forget_group(GuardianState& state, std::int32_t pgid) {
       } else if (message < 0) {
         // Only the launcher and its new workers (before exec) hold this socket; still, the
         // one value with no positive twin is ignored.
-        if (message != INT32_MIN) forget_group(state, -message);
+        if (message != INT32_MIN) state.groups.forget(-message);
       } else {
-        remember_group(state, message);
+        // Read as the registration is read: a short worker may have ended already.
+        state.groups.remember(message, start_ticks(message));
       }
       continue;
     }
