@@ -132,9 +132,20 @@ void assign_unclaimed_ranks(std::vector<JoinRecord>& arrivals, int num_machines)
   }
 }
 
+namespace {
+// At most `most` of `numbers`, then how many more: a report travels as a store record of
+// limited size.
+std::string first_of(const std::vector<int>& numbers, std::size_t most) {
+  if (numbers.size() <= most) return fmt::format("{}", fmt::join(numbers, ", "));
+  return fmt::format("{}, and {} more", fmt::join(numbers.begin(), numbers.begin() + most, ", "),
+                     numbers.size() - most);
+}
+}  // namespace
+
 JoinProblem missing_machines(const std::vector<JoinRecord>& arrived, int num_machines,
                              std::chrono::milliseconds timeout,
                              const std::vector<int>& unwritten_slots) {
+  constexpr std::size_t kMostNamed = 16;
   std::vector<JoinRecord> ranked = arrived;
   assign_unclaimed_ranks(ranked, num_machines);
   std::set<int> present;
@@ -142,10 +153,13 @@ JoinProblem missing_machines(const std::vector<JoinRecord>& arrived, int num_mac
   std::sort(ranked.begin(), ranked.end(), [](const JoinRecord& a, const JoinRecord& b) {
     return a.machine_rank < b.machine_rank;
   });
+  // Bounded: the records after an empty slot may be anyone's.
   for (const JoinRecord& r : ranked) {
-    present.insert(r.machine_rank);
-    joined.push_back(fmt::format("{} ({})", r.machine_rank, r.host));
+    if (present.insert(r.machine_rank).second && joined.size() < kMostNamed)
+      joined.push_back(fmt::format("{} ({})", r.machine_rank, r.host));
   }
+  if (present.size() > joined.size())
+    joined.push_back(fmt::format("and {} more", present.size() - joined.size()));
   std::vector<int> missing;
   for (int m = 0; m < num_machines; ++m) {
     if (!present.contains(m)) missing.push_back(m);
@@ -154,22 +168,23 @@ JoinProblem missing_machines(const std::vector<JoinRecord>& arrived, int num_mac
     // Machine 0 reads the slots in order: one taken and never written holds the job up
     // however many machines came after it.
     return JoinProblem{
-        1,
-        fmt::format("arrival slot{} {} of the join {} taken but never written within "
-                    "--rdzv_timeout {:g}s (a launcher killed while it joined, or a client "
-                    "other than xlaunch on the store), so the job could not form (joined: "
-                    "{}{}); start every launcher again",
-                    unwritten_slots.size() == 1 ? "" : "s", fmt::join(unwritten_slots, ", "),
-                    unwritten_slots.size() == 1 ? "was" : "were", seconds(timeout),
-                    joined.empty() ? "none" : fmt::format("{}", fmt::join(joined, ", ")),
-                    missing.empty() ? "" : fmt::format("; missing: {}", fmt::join(missing, ", ")))};
+        1, fmt::format(
+               "arrival slot{} {} of the join {} taken but never written within "
+               "--rdzv_timeout {:g}s (a launcher killed or stalled while it joined, or a "
+               "client other than xlaunch on the store), so the job could not form "
+               "(joined: {}{}); start every launcher again",
+               unwritten_slots.size() == 1 ? "" : "s", first_of(unwritten_slots, kMostNamed),
+               unwritten_slots.size() == 1 ? "was" : "were", seconds(timeout),
+               joined.empty() ? "none" : fmt::format("{}", fmt::join(joined, ", ")),
+               missing.empty() ? "" : fmt::format("; missing: {}", first_of(missing, kMostNamed)))};
   }
   return JoinProblem{
-      1, fmt::format("machine rank{} {} did not join within --rdzv_timeout {:g}s (joined: {}); "
-                     "start xlaunch on every machine with the same --main_process_ip/port, or "
-                     "raise --rdzv_timeout",
-                     missing.size() == 1 ? "" : "s", fmt::join(missing, ", "), seconds(timeout),
-                     joined.empty() ? "none" : fmt::format("{}", fmt::join(joined, ", ")))};
+      1,
+      fmt::format("machine rank{} {} did not join within --rdzv_timeout {:g}s (joined: {}); "
+                  "start xlaunch on every machine with the same --main_process_ip/port, or "
+                  "raise --rdzv_timeout",
+                  missing.size() == 1 ? "" : "s", first_of(missing, kMostNamed), seconds(timeout),
+                  joined.empty() ? "none" : fmt::format("{}", fmt::join(joined, ", ")))};
 }
 
 }  // namespace xlaunch::cluster

@@ -72,8 +72,7 @@ TEST_CASE("duplicates, versions and settings that differ are named", "[agent]") 
   CHECK_THAT(range.message, Catch::Contains("machine rank 5, outside 0..1"));
 }
 
-TEST_CASE("an arrival slot taken and never written is named, not the machine after it",
-          "[agent]") {
+TEST_CASE("an arrival slot taken and never written is named, not the machine after it", "[agent]") {
   // Machine 1 joined in slot 3, after slot 2 was taken by a client that wrote nothing.
   JoinProblem p = missing_machines({record(0, 1), record(1, 1)}, 2, 8s, {2});
   CHECK(p.exit_code == 1);
@@ -83,6 +82,16 @@ TEST_CASE("an arrival slot taken and never written is named, not the machine aft
   JoinProblem two = missing_machines({record(0, 1)}, 3, 8s, {2, 4});
   CHECK_THAT(two.message, Catch::Contains("arrival slots 2, 4 of the join were taken") &&
                               Catch::Contains("; missing: 1, 2"));
+}
+
+TEST_CASE("a join report names at most 16 machines, each once", "[agent]") {
+  std::vector<JoinRecord> many;
+  for (int m = 0; m < 40; ++m) many.push_back(record(m % 20, 1));  // each rank twice
+  JoinProblem p = missing_machines(many, 64, 8s, {41});
+  CHECK_THAT(p.message, Catch::Contains("15 (host15), and 4 more; missing: 20, 21,") &&
+                            Catch::Contains("35, and 28 more)"));
+  CHECK(p.message.find("(host16)") == std::string::npos);
+  CHECK(p.message.size() < 1024);
 }
 
 TEST_CASE("missing machines are listed with the ones that joined", "[agent]") {

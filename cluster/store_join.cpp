@@ -194,13 +194,21 @@ std::variant<Layout, JoinProblem> StoreBackend::Impl::decide_job(Steady::time_po
 // later ones are added to `arrivals`, for the report: a machine that came after the empty
 // slot did join.
 std::vector<int> StoreBackend::Impl::read_later_arrivals(std::vector<JoinRecord>& arrivals) {
-  constexpr std::int64_t kMostSlotsRead = 256;  // a report, not a scan of a flooded counter
+  constexpr std::int64_t kMostSlotsRead = 64;  // a report, not a scan of a flooded counter
   const auto first = static_cast<std::int64_t>(arrivals.size()) + 1;
-  const auto taken = std::clamp<std::int64_t>(client->add(key("arrivals"), 0), 0, kMaxArrivals);
+  // Read, not ADDed: an ADD on a counter someone made no number would cost the connection.
+  const std::string counter = key("arrivals");
+  if (!client->check({counter})) return {};
+  std::optional<std::int64_t> taken;
+  try {
+    taken = decode_count(client->get(counter), 0, kMaxArrivals, counter);
+  } catch (const MalformedRecord&) {
+    return {};  // not a count: the usual report
+  }
   // Nobody took it (a machine did not come), or its record came just now: the usual report.
-  if (taken < first || client->check({key(fmt::format("arrival/{}", first))})) return {};
+  if (*taken < first || client->check({key(fmt::format("arrival/{}", first))})) return {};
   std::vector<int> unwritten{static_cast<int>(first)};
-  for (std::int64_t k = first + 1; k <= std::min(taken, first + kMostSlotsRead); ++k) {
+  for (std::int64_t k = first + 1; k <= std::min(*taken, first + kMostSlotsRead); ++k) {
     const std::string k_key = key(fmt::format("arrival/{}", k));
     if (!client->check({k_key})) {
       unwritten.push_back(static_cast<int>(k));
@@ -208,8 +216,7 @@ std::vector<int> StoreBackend::Impl::read_later_arrivals(std::vector<JoinRecord>
     }
     try {
       arrivals.push_back(decode_join(client->get(k_key), k_key));
-    } catch (const MalformedRecord&) {
-      unwritten.push_back(static_cast<int>(k));
+    } catch (const MalformedRecord&) {  // someone else's writing: not a launcher that joined
     }
   }
   return unwritten;
