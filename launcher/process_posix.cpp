@@ -14,12 +14,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <vector>
 
+#include "diagnose/proc_net.hpp"
 #include "launcher/process.hpp"
 
 // Raw number: glibc's close_range() wrapper is 2.34+, and its headers may predate 5.11.
@@ -184,18 +184,12 @@ bool still_its_parents(const TreeMember& m) {
   const int fd = ::open(("/proc/" + std::to_string(m.pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno != ENOENT && errno != ESRCH;
   char text[1024];
-  const ssize_t got = ::read(fd, text, sizeof(text) - 1);
+  const ssize_t got = ::read(fd, text, sizeof(text));
   ::close(fd);
   if (got <= 0) return false;
-  const std::string_view stat(text, static_cast<std::size_t>(got));
-  const auto close = stat.rfind(')');
-  if (close == std::string_view::npos) return false;
-  // ") S 1234 ...": the state, then the parent's pid.
-  std::istringstream rest{std::string(stat.substr(close + 1))};
-  char state = 0;
-  long ppid = -1;
-  rest >> state >> ppid;
-  return ppid == m.parent;
+  const auto stat =
+      diagnose::parse_proc_stat(std::string_view(text, static_cast<std::size_t>(got)));
+  return stat && stat->ppid == m.parent;
 }
 
 // Sends `signal` through `held`'s pidfd, else by pid; false when the process is gone.

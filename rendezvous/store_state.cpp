@@ -72,7 +72,7 @@ void StoreState::store(std::string_view key, std::string value, Effects& fx) {
   auto it = kv_.find(key);
   if (it == kv_.end()) {
     if (watchers_.find(key) != watchers_.end()) notify(key, kWatchCreated, {}, value, fx);
-    stored_bytes_ += key.size() + value.size() + kEntryOverhead;
+    stored_bytes_ += cost(key) + value.size();
     kv_.emplace(std::string(key), std::move(value));
   } else {
     if (watchers_.find(key) != watchers_.end()) notify(key, kWatchUpdated, it->second, value, fx);
@@ -97,7 +97,7 @@ bool StoreState::store_within_limit(std::string_view key, std::string value,
                                     std::string_view request, Effects& fx, std::string& error) {
   auto it = kv_.find(key);
   const std::size_t freed = it == kv_.end() ? 0 : it->second.size();
-  const std::size_t added = value.size() + (it == kv_.end() ? key.size() + kEntryOverhead : 0);
+  const std::size_t added = value.size() + (it == kv_.end() ? cost(key) : 0);
   if (!room_for(freed, added, request, key, error)) return false;
   store(key, std::move(value), fx);
   return true;
@@ -112,7 +112,7 @@ bool StoreState::multi_set(const Request& r, Effects& fx, std::string& error) {
   for (const auto& [key, size] : sizes) {
     auto it = kv_.find(key);
     freed += it == kv_.end() ? 0 : it->second.size();
-    added += size + (it == kv_.end() ? key.size() + kEntryOverhead : 0);
+    added += size + (it == kv_.end() ? cost(key) : 0);
   }
   if (!r.keys.empty() && !room_for(freed, added, "MULTI_SET", r.keys.front(), error)) return false;
   for (std::size_t i = 0; i < r.keys.size(); ++i) store(r.keys[i], std::string(r.values[i]), fx);
@@ -260,7 +260,7 @@ bool StoreState::wait(ConnId conn, const std::vector<std::string_view>& keys, st
   for (std::string_view k : keys) {
     if (exists(k)) continue;
     if (added == 0) first_missing = k;
-    added += k.size() + kEntryOverhead;
+    added += cost(k);
   }
   if (added == 0) {
     put_u8(reply, kStopWaiting);
@@ -279,7 +279,7 @@ void StoreState::delete_key(std::string_view key, std::string& reply, Effects& f
     return;
   }
   if (watchers_.find(key) != watchers_.end()) notify(key, kWatchDeleted, it->second, {}, fx);
-  stored_bytes_ -= key.size() + it->second.size() + kEntryOverhead;
+  stored_bytes_ -= cost(key) + it->second.size();
   kv_.erase(it);
   put_i64(reply, 1);
 }
@@ -334,8 +334,7 @@ bool StoreState::multi_get(const std::vector<std::string_view>& keys, bool legac
 bool StoreState::queue_push(std::string_view key, std::string_view value, Effects& fx,
                             std::string& error) {
   auto it = queues_.find(key);
-  const std::size_t added =
-      value.size() + kEntryOverhead + (it == queues_.end() ? key.size() + kEntryOverhead : 0);
+  const std::size_t added = cost(value) + (it == queues_.end() ? cost(key) : 0);
   if (!room_for(0, added, "QUEUE_PUSH", key, error)) return false;
   stored_bytes_ += added;
   if (it == queues_.end()) it = queues_.emplace(std::string(key), std::deque<std::string>{}).first;
@@ -350,10 +349,10 @@ void StoreState::queue_pop(std::string_view key, std::string& reply) {
   put_i64(reply, static_cast<std::int64_t>(n));
   if (n > 0) {
     put_bytes(reply, it->second.front());
-    stored_bytes_ -= it->second.front().size() + kEntryOverhead;
+    stored_bytes_ -= cost(it->second.front());
     it->second.pop_front();
     if (it->second.empty()) {
-      stored_bytes_ -= key.size() + kEntryOverhead;
+      stored_bytes_ -= cost(key);
       queues_.erase(it);
     }
   }

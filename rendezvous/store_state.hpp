@@ -125,7 +125,9 @@ class StoreState {
   void delete_key(std::string_view key, std::string& reply, Effects& fx);
   bool watch_key(ConnId conn, std::string_view key, std::string& reply, std::string& error);
   // A watch keeps its key twice: by key, and by connection.
-  static std::size_t watch_cost(std::string_view key) { return 2 * key.size() + kEntryOverhead; }
+  static std::size_t watch_cost(std::string_view key) { return key.size() + cost(key); }
+  // What one key, value or queued item counts toward max_stored_bytes, its bookkeeping included.
+  static std::size_t cost(std::string_view bytes) { return bytes.size() + kEntryOverhead; }
   bool multi_get(const std::vector<std::string_view>& keys, bool legacy, std::string& reply,
                  std::string& error);
   bool queue_push(std::string_view key, std::string_view value, Effects& fx, std::string& error);
@@ -136,6 +138,9 @@ class StoreState {
   void notify(std::string_view key, std::uint8_t kind, std::string_view old_value,
               std::string_view new_value, Effects& fx);
   void park(ConnId conn, const std::vector<std::string_view>& keys);
+  // One of the keys wait `w` waits for is set: its entry goes, and the wait ends if it was
+  // the last.
+  void key_set_for(std::unordered_map<ConnId, Wait>::iterator w, std::string_view key, Effects& fx);
   // Ends `conn`'s wait without waking it (replaced, cancelled, disconnected); its entries in
   // parked_ become stale and are swept once they outnumber the live ones.
   void drop_wait(ConnId conn);

@@ -20,6 +20,17 @@ void StoreState::notify(std::string_view key, std::uint8_t kind, std::string_vie
   for (ConnId conn : it->second) fx.notifications.emplace_back(conn, shared);
 }
 
+void StoreState::key_set_for(std::unordered_map<ConnId, Wait>::iterator w, std::string_view key,
+                             Effects& fx) {
+  --live_entries_;
+  w->second.bytes -= cost(key);
+  stored_bytes_ -= cost(key);
+  if (--w->second.missing == 0) {
+    fx.woken.push_back(w->first);
+    waits_.erase(w);
+  }
+}
+
 void StoreState::wake_all(std::string_view key, Effects& fx) {
   auto it = parked_.find(key);
   if (it == parked_.end()) return;
@@ -29,13 +40,7 @@ void StoreState::wake_all(std::string_view key, Effects& fx) {
   for (const Parked& p : list) {
     auto w = waits_.find(p.conn);
     if (w == waits_.end() || w->second.generation != p.generation) continue;
-    --live_entries_;
-    w->second.bytes -= key.size() + kEntryOverhead;
-    stored_bytes_ -= key.size() + kEntryOverhead;
-    if (--w->second.missing == 0) {
-      fx.woken.push_back(p.conn);
-      waits_.erase(w);
-    }
+    key_set_for(w, key, fx);
   }
 }
 
@@ -46,13 +51,7 @@ void StoreState::wake_one(std::string_view key, Effects& fx) {
   for (std::size_t i = 0; i < list.size(); ++i) {
     auto w = waits_.find(list[i].conn);
     if (w == waits_.end() || w->second.generation != list[i].generation) continue;
-    --live_entries_;
-    w->second.bytes -= key.size() + kEntryOverhead;
-    stored_bytes_ -= key.size() + kEntryOverhead;
-    if (--w->second.missing == 0) {
-      fx.woken.push_back(list[i].conn);
-      waits_.erase(w);
-    }
+    key_set_for(w, key, fx);
     list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
     --parked_entries_;
     break;
@@ -67,7 +66,7 @@ void StoreState::park(ConnId conn, const std::vector<std::string_view>& keys) {
   for (std::string_view k : keys) {
     if (exists(k)) continue;
     ++missing;
-    bytes += k.size() + kEntryOverhead;
+    bytes += cost(k);
     auto it = parked_.find(k);
     if (it == parked_.end()) it = parked_.emplace(std::string(k), std::vector<Parked>{}).first;
     it->second.push_back({conn, generation});
@@ -139,10 +138,10 @@ std::vector<ConnId> StoreState::clear(std::string_view keep_prefix) {
   std::erase_if(kv_, [&](const auto& entry) { return !kept(entry.first); });
   std::erase_if(queues_, [&](const auto& entry) { return !kept(entry.first); });
   stored_bytes_ = 0;
-  for (const auto& [key, value] : kv_) stored_bytes_ += key.size() + value.size() + kEntryOverhead;
+  for (const auto& [key, value] : kv_) stored_bytes_ += cost(key) + value.size();
   for (const auto& [key, items] : queues_) {
-    stored_bytes_ += key.size() + kEntryOverhead;
-    for (const std::string& item : items) stored_bytes_ += item.size() + kEntryOverhead;
+    stored_bytes_ += cost(key);
+    for (const std::string& item : items) stored_bytes_ += cost(item);
   }
   for (const auto& [conn, wait] : waits_) stored_bytes_ += wait.bytes;
   for (const auto& [conn, keys] : watched_) {
